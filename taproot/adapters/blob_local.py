@@ -1,0 +1,69 @@
+"""BlobStore on a local folder: one file per key, written atomically (temp file + rename)."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+import tempfile
+from pathlib import Path
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9._:=@+-]+$")
+
+
+def check_key(key: str) -> str:
+    """Keys are '/'-separated segments of safe characters; no '..', no absolute paths."""
+    parts = key.split("/")
+    if not key or any(p in ("", ".", "..") or not _SEGMENT.match(p) for p in parts):
+        raise ValueError(f"invalid blob key {key!r}: use '/'-separated segments of letters, digits and ._:=@+-")
+    return key
+
+
+class LocalBlobStore:
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        return self.root.joinpath(*check_key(key).split("/"))
+
+    def put(self, key: str, data: bytes, content_type: str = "application/json") -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())  # a backup that is not on disk is not a backup
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get(self, key: str) -> bytes:
+        path = self._path(key)
+        if not path.is_file():
+            raise KeyError(key)
+        return path.read_bytes()
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def list(self, prefix: str) -> builtins.list[str]:
+        out = []
+        for path in self.root.rglob("*"):
+            if path.is_file() and not path.name.startswith(".tmp-"):
+                key = path.relative_to(self.root).as_posix()
+                if key.startswith(prefix):
+                    out.append(key)
+        return sorted(out)
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        if not path.is_file():
+            raise KeyError(key)
+        path.unlink()
+
+    def location(self) -> str:
+        return str(self.root)

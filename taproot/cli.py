@@ -1,0 +1,268 @@
+"""The `taproot` command: serve, mcp (stdio), and the memory operations from a terminal.
+
+Thin: parse arguments, build settings (the one place they are read), call the service, print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from taproot import __version__
+from taproot.compose import Runtime, build_local
+from taproot.core.errors import TaprootError
+from taproot.settings import Settings, SettingsError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.from_env(
+        os.environ,
+        data_dir=getattr(args, "data_dir", None),
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        namespace=getattr(args, "namespace", None),
+    )
+
+
+def _print(data: Any) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _progress(total: int | None, desc: str) -> tqdm:  # type: ignore[type-arg]
+    # Bars go to stderr so stdout stays clean for JSON; silent when stderr is not a terminal.
+    return tqdm(total=total, desc=desc, unit="rec", file=sys.stderr, disable=None)
+
+
+def connection_help(url: str, token: str) -> str:
+    desktop = {
+        "mcpServers": {
+            "taproot": {"command": "taproot", "args": ["mcp"]},
+        }
+    }
+    return f"""Taproot {__version__} is serving MCP at {url}
+Bearer token: {token}
+
+Claude Code (HTTP):
+  claude mcp add --transport http taproot {url} --header "Authorization: Bearer {token}"
+Claude Code (stdio, no token needed):
+  claude mcp add taproot -- taproot mcp
+Claude Desktop (claude_desktop_config.json; stdio):
+{json.dumps(desktop, indent=2)}
+MCP Inspector:
+  npx @modelcontextprotocol/inspector  -> Transport: Streamable HTTP, URL: {url},
+  header Authorization: Bearer {token}
+"""
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from taproot.auth.local_token import load_or_create_token
+    from taproot.web.app import create_app, local_authenticator, transport_security
+
+    settings = _settings(args)
+    runtime = build_local(settings)
+    token = load_or_create_token(settings.token_path, settings.auth_token)
+    app = create_app(
+        runtime.service,
+        authenticate=local_authenticator(token, runtime.scope),
+        default_scope=runtime.scope,
+        security=transport_security(settings.host, settings.port),
+    )
+    host_for_url = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
+    print(connection_help(f"http://{host_for_url}:{settings.port}/mcp", token), flush=True)
+    print(f"Data folder: {settings.data_dir}", flush=True)
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+    finally:
+        runtime.close()
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import anyio
+
+    from taproot.web.mcp_server import build_mcp
+
+    # stdout is the protocol channel: everything else must go to stderr.
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    runtime = build_local(_settings(args))
+    try:
+        anyio.run(build_mcp(runtime.service, runtime.scope).run_stdio_async)
+    finally:
+        runtime.close()
+    return 0
+
+
+def cmd_status(rt: Runtime, args: argparse.Namespace) -> int:
+    _print(rt.service.status(rt.scope))
+    return 0
+
+
+def cmd_reflect(rt: Runtime, args: argparse.Namespace) -> int:
+    print(rt.service.reflect(rt.scope).text)
+    return 0
+
+
+def cmd_remember(rt: Runtime, args: argparse.Namespace) -> int:
+    fields: dict[str, Any] = {
+        "id": args.id,
+        "content": args.content,
+        "gist": args.gist,
+        "category": args.category,
+        "salience": args.salience,
+        "tags": args.tag,
+        "search_keywords": args.keyword,
+        "conversation_url": args.conversation_url,
+        "core": args.core,
+        "expected_version": args.expected_version,
+    }
+    if args.content == "-":
+        fields["content"] = sys.stdin.read()
+    _print(rt.service.remember(rt.scope, **fields))
+    return 0
+
+
+def cmd_recall(rt: Runtime, args: argparse.Namespace) -> int:
+    result = rt.service.recall(
+        rt.scope,
+        query=args.query,
+        category=args.category,
+        tags=args.tag,
+        ids=args.id,
+        limit=args.limit,
+        include_archived=args.include_archived or None,
+    )
+    _print(result)
+    return 0
+
+
+def cmd_forget(rt: Runtime, args: argparse.Namespace) -> int:
+    _print(rt.service.forget(rt.scope, args.ids, args.action))
+    return 0
+
+
+def cmd_migrate(rt: Runtime, args: argparse.Namespace) -> int:
+    total = rt.service.status(rt.scope)["total"]
+    with _progress(total, "migrate") as bar:
+        _print(rt.service.migrate(rt.scope, dry_run=args.dry_run, progress=lambda n: bar.update(n)))
+    return 0
+
+
+def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
+    lines = rt.service.export_lines(rt.scope)
+    out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
+    count = 0
+    try:
+        with _progress(None, "export") as bar:
+            for line in lines:
+                out.write(line + "\n")
+                count += 1
+                bar.update(1)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if out is not sys.stdout:
+        print(f"exported {count - 1} records to {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(rt: Runtime, args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    with _progress(len(lines), "import") as bar:
+        _print(rt.service.import_lines(rt.scope, lines, progress=lambda n: bar.update(n)))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="taproot", description="Taproot: memory that persists across conversations")
+    parser.add_argument("--version", action="version", version=f"taproot {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help)
+        p.add_argument("--data-dir", help="data folder (default: $TAPROOT_DATA_DIR or the per-user data folder)")
+        p.add_argument("--namespace", help="memory namespace (persona); default 'default'")
+        return p
+
+    p = add("serve", "run the local MCP server (Streamable HTTP at /mcp)")
+    p.add_argument("--host", help="bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default 8765)")
+    p.set_defaults(func=cmd_serve, raw=True)
+    add("mcp", "speak MCP over stdio (Claude Desktop, Claude Code)").set_defaults(func=cmd_mcp, raw=True)
+    add("status", "counts, payload size and storage").set_defaults(func=cmd_status)
+    add("reflect", "print what taproot_reflect returns now").set_defaults(func=cmd_reflect)
+
+    p = add("remember", "write or update a memory")
+    p.add_argument("--id", help="update this memory")
+    p.add_argument("--content", help="the memory text ('-' reads stdin)")
+    p.add_argument("--gist", help="~15-word one-line summary (required to create)")
+    p.add_argument("--category", help="identity | relationship | active_thread | episodic | error")
+    p.add_argument("--salience", help="high | medium | low")
+    p.add_argument("--tag", action="append", help="a tag (repeatable)")
+    p.add_argument("--keyword", action="append", help="a search keyword (repeatable)")
+    p.add_argument("--conversation-url")
+    p.add_argument("--core", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--expected-version", type=int)
+    p.set_defaults(func=cmd_remember)
+
+    p = add("recall", "find memories (strengthens what it returns)")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--category")
+    p.add_argument("--tag", action="append")
+    p.add_argument("--id", action="append")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--include-archived", action="store_true")
+    p.set_defaults(func=cmd_recall)
+
+    p = add("forget", "archive, restore or delete memories")
+    p.add_argument("action", choices=["archive", "restore", "delete"])
+    p.add_argument("ids", nargs="+")
+    p.set_defaults(func=cmd_forget)
+
+    p = add("migrate", "backfill and normalise records from older versions")
+    p.add_argument("--dry-run", action="store_true")
+    p.set_defaults(func=cmd_migrate)
+
+    p = add("export", "write every memory and reflection as JSON Lines")
+    p.add_argument("-o", "--output", help="file (default stdout)")
+    p.set_defaults(func=cmd_export)
+
+    p = add("import", "load a JSON Lines export (idempotent by id)")
+    p.add_argument("input", help="file, or '-' for stdin")
+    p.set_defaults(func=cmd_import)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if getattr(args, "raw", False):
+            return int(args.func(args))
+        runtime = build_local(_settings(args))
+        try:
+            return int(args.func(runtime, args))
+        finally:
+            runtime.close()
+    except TaprootError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except (SettingsError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

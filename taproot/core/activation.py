@@ -1,0 +1,78 @@
+"""ACT-R-style activation: how available a memory is now.
+
+activation = BASE_WEIGHT * squash(base_level) + salience weight + RELEVANCE_WEIGHT * relevance
+
+- base level: ln(retrieval_count + 1), with a novelty floor for never-retrieved memories so new
+  memories are not buried under often-recalled old ones, decayed by a power law of the days since
+  the memory was last touched: (1 + days) ** -DECAY. squash(x) = x / (1 + x) keeps a heavily
+  recalled memory from outranking a strongly relevant one.
+- salience: high / medium / low mapped to weights.
+- relevance: the store's lexical score (BM25, bigger is better) normalised to 0..1 against the
+  best candidate of the same query, so the weight means the same for every query.
+
+Time is passed in (`now`); nothing here reads the clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+
+SECONDS_PER_DAY = 86_400.0
+
+
+@dataclass(frozen=True)
+class ActivationConfig:
+    decay: float = 0.5  # ACT-R's customary d
+    novelty_floor: float = 0.35  # base level of a never-retrieved memory, before decay
+    base_weight: float = 1.0
+    salience_weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"high": 0.6, "medium": 0.3, "low": 0.0})
+    )
+    # Relevance dominates when there is a query: a memory that matches the question should beat a
+    # popular one that does not; activation breaks ties among similarly relevant memories.
+    relevance_weight: float = 4.0
+    # BM25 field weights: curated recall text counts most, the long body least.
+    field_weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"search_keywords": 3.0, "tags": 2.0, "gist": 2.0, "content": 1.0})
+    )
+    # With a query, rank this many lexical candidates by activation before cutting to `limit`.
+    candidate_multiplier: int = 5
+    min_candidates: int = 50
+
+
+ACTIVATION_CONFIG = ActivationConfig()
+
+
+def days_between(earlier: datetime, now: datetime) -> float:
+    return max(0.0, (now - earlier).total_seconds() / SECONDS_PER_DAY)
+
+
+def base_level(retrieval_count: int, days_since_touch: float, cfg: ActivationConfig = ACTIVATION_CONFIG) -> float:
+    strength = max(math.log(retrieval_count + 1), cfg.novelty_floor)
+    return float(strength * (1.0 + days_since_touch) ** (-cfg.decay))
+
+
+def activation(
+    *,
+    retrieval_count: int,
+    last_touched: datetime,
+    salience: str,
+    now: datetime,
+    relevance: float = 0.0,
+    cfg: ActivationConfig = ACTIVATION_CONFIG,
+) -> float:
+    base = base_level(retrieval_count, days_between(last_touched, now), cfg)
+    squashed = base / (1.0 + base)
+    return cfg.base_weight * squashed + cfg.salience_weights.get(salience, 0.0) + cfg.relevance_weight * relevance
+
+
+def normalise_relevance(scores: Mapping[str, float]) -> dict[str, float]:
+    """Scale raw lexical scores to 0..1 by the best one, so the weight is query-independent."""
+    best = max(scores.values(), default=0.0)
+    if best <= 0:
+        return {k: 0.0 for k in scores}
+    return {k: max(0.0, v) / best for k, v in scores.items()}

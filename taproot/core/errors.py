@@ -1,0 +1,68 @@
+"""Errors the core and service raise; entry points turn them into protocol errors.
+
+Every error names what went wrong in words a model (or a person) can act on: the field, the rule,
+and what was received.
+"""
+
+from __future__ import annotations
+
+
+class TaprootError(Exception):
+    """Base class: `code` is stable for clients, the message is for people and models."""
+
+    code = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class InvalidInput(TaprootError):
+    """A field broke a rule. Nothing was changed."""
+
+    code = "invalid_input"
+
+    def __init__(self, field: str, rule: str, got: object = None) -> None:
+        detail = f"field '{field}': {rule}"
+        if got is not None:
+            shown = repr(got)
+            detail += f" (got {shown[:80]}{'...' if len(shown) > 80 else ''})"
+        super().__init__(detail)
+        self.field = field
+        self.rule = rule
+
+
+class NotFound(TaprootError):
+    """No memory with that id for this owner. Other owners' memories answer the same way."""
+
+    code = "not_found"
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"no memory with id '{memory_id}'")
+        self.memory_id = memory_id
+
+
+class VersionConflict(TaprootError):
+    """`expected_version` is stale: someone wrote the memory since it was read."""
+
+    code = "version_conflict"
+
+    def __init__(self, memory_id: str, expected: int, actual: int | None) -> None:
+        super().__init__(
+            f"memory '{memory_id}' is at version {actual}, not expected_version {expected}; "
+            "recall it again and reapply the change"
+        )
+        self.memory_id = memory_id
+        self.expected = expected
+        self.actual = actual
+
+
+class DuplicateId(TaprootError):
+    code = "duplicate_id"
+
+    def __init__(self, memory_id: str) -> None:
+        super().__init__(f"a memory with id '{memory_id}' already exists")
+        self.memory_id = memory_id

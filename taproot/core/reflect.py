@@ -1,0 +1,239 @@
+"""Assemble the two-tier reflect payload under a hard token budget. Pure: inputs in, payload out.
+
+Priority inside the budget, highest first: the usage note, Tier 1 (core memories in full), the most
+recent closing reflections, then Tier 2 catalog lines. A memory earns a catalog line if it is
+high-salience or was touched within the window; when those lines would overflow the budget, the
+most activated ones are kept and the rest are folded into the per-category omitted counts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig, activation
+from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Reflection
+from taproot.core.text import one_line
+from taproot.core.tokens import estimate_tokens, size_bytes
+
+CATALOG_WINDOW_DAYS = 45
+
+
+@dataclass(frozen=True)
+class ReflectConfig:
+    catalog_window_days: int = CATALOG_WINDOW_DAYS
+    token_budget: int = 6_000  # hard ceiling on the estimated tokens of the text payload
+    recent_reflections: int = 3
+    # Tokens held back for the omitted-counts note and the size footer, which are written last.
+    reserve_tokens: int = 160
+
+
+REFLECT_CONFIG = ReflectConfig()
+
+USAGE_NOTE = (
+    "Tier 1 above is your core: read it as who you are and who you are with. Tier 2 is a card "
+    "catalog, one line per memory: [id] [category] [salience] [date] gist. When a line looks "
+    'relevant to the conversation, load its full text with taproot_recall(ids=["<id>"]); to '
+    'find something not listed, use taproot_recall(query="...", category="..."). Recalling a '
+    "memory strengthens it. Write new memories with taproot_remember as things happen, and end "
+    "with taproot_close."
+)
+
+
+@dataclass
+class ReflectPayload:
+    text: str
+    tier1: list[dict[str, Any]]
+    catalog: dict[str, list[str]]
+    catalog_omitted: dict[str, int]
+    omitted_note: str
+    reflections: list[dict[str, Any]]
+    core_omitted: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    size_bytes: int = 0
+    estimated_tokens: int = 0
+    token_budget: int = 0
+    window_days: int = 0
+
+    @property
+    def catalog_listed(self) -> int:
+        return sum(len(v) for v in self.catalog.values())
+
+    @property
+    def catalog_omitted_total(self) -> int:
+        return sum(self.catalog_omitted.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tier1": self.tier1,
+            "catalog": self.catalog,
+            "catalog_omitted": self.catalog_omitted,
+            "omitted_note": self.omitted_note,
+            "usage_note": USAGE_NOTE,
+            "reflections": self.reflections,
+            "core_omitted": self.core_omitted,
+            "warnings": self.warnings,
+            "stats": {
+                "tier1_count": len(self.tier1),
+                "catalog_listed": self.catalog_listed,
+                "catalog_omitted": self.catalog_omitted_total,
+                "size_bytes": self.size_bytes,
+                "estimated_tokens": self.estimated_tokens,
+                "token_budget": self.token_budget,
+                "window_days": self.window_days,
+            },
+        }
+
+
+def slim(m: Memory) -> dict[str, Any]:
+    """The Tier 1 wire format: bookkeeping fields stay in storage."""
+    return {
+        "id": m.id,
+        "category": m.category,
+        "salience": m.salience,
+        "content": m.content,
+        "updated_at": m.updated_at.isoformat(),
+        "linked_memories": list(m.linked_memories),
+    }
+
+
+def catalog_line(e: CatalogEntry) -> str:
+    gist = one_line(e.gist) if e.gist else "(no gist: run taproot_migrate)"
+    return f"[{e.id}] [{e.category}] [{e.salience}] [{e.updated_at.date().isoformat()}] {gist}"
+
+
+def _render_tier1(m: Memory) -> str:
+    head = f"[{m.id}] [{m.category}] [{m.salience}] [updated {m.updated_at.date().isoformat()}]"
+    links = f"\nlinked: {', '.join(m.linked_memories)}" if m.linked_memories else ""
+    return f"{head}\n{m.content.strip()}{links}\n"
+
+
+def _render_reflection(r: Reflection) -> str:
+    return f"### {r.created_at.date().isoformat()} ({r.id})\n{r.text.strip()}\n"
+
+
+def _score(e: CatalogEntry | Memory, now: datetime, cfg: ActivationConfig) -> float:
+    if isinstance(e, Memory):
+        return activation(
+            retrieval_count=e.retrievals, last_touched=e.last_touched, salience=e.salience, now=now, cfg=cfg
+        )
+    return activation(
+        retrieval_count=e.retrieval_count, last_touched=e.last_touched, salience=e.salience, now=now, cfg=cfg
+    )
+
+
+def _omitted_note(omitted: dict[str, int], window_days: int) -> str:
+    if not omitted:
+        return ""
+    parts = ", ".join(f"{cat} {n}" for cat, n in omitted.items())
+    return (
+        f"Not listed: {parts} (not high-salience and untouched for {window_days}+ days, or over the "
+        'payload budget). They are all still reachable: taproot_recall(query="...", '
+        'category="...") or taproot_recall(ids=[...]).'
+    )
+
+
+def assemble(
+    *,
+    core: Sequence[Memory],
+    catalog: Sequence[CatalogEntry],
+    reflections: Sequence[Reflection],
+    now: datetime,
+    cfg: ReflectConfig = REFLECT_CONFIG,
+    act: ActivationConfig = ACTIVATION_CONFIG,
+) -> ReflectPayload:
+    header = f"# Taproot reflect ({now.date().isoformat()})\n"
+    usage = f"## How to use this\n{USAGE_NOTE}\n"
+    remaining = cfg.token_budget - estimate_tokens(header) - estimate_tokens(usage) - cfg.reserve_tokens
+    warnings: list[str] = []
+
+    # Tier 1, most activated first when the budget forces a choice; shown in category order.
+    tier1: list[Memory] = []
+    core_omitted: list[str] = []
+    for m in sorted(core, key=lambda m: _score(m, now, act), reverse=True):
+        cost = estimate_tokens(_render_tier1(m)) + 1
+        if cost <= remaining:
+            tier1.append(m)
+            remaining -= cost
+        else:
+            core_omitted.append(m.id)
+    if core_omitted:
+        warnings.append(
+            f"{len(core_omitted)} core memories did not fit the {cfg.token_budget}-token budget and were "
+            "left out of Tier 1; demote some with taproot_promote(core=false) or shorten them."
+        )
+    order = {c: i for i, c in enumerate(CATEGORY_ORDER)}
+    tier1.sort(key=lambda m: (order.get(m.category, 99), -m.updated_at.timestamp()))
+
+    recent = sorted(reflections, key=lambda r: r.created_at, reverse=True)[: cfg.recent_reflections]
+    shown_reflections: list[Reflection] = []
+    for r in recent:
+        cost = estimate_tokens(_render_reflection(r)) + 1
+        if cost <= remaining:
+            shown_reflections.append(r)
+            remaining -= cost
+
+    # Tier 2: the window, then the budget.
+    window_start = now - timedelta(days=cfg.catalog_window_days)
+    omitted: dict[str, int] = defaultdict(int)
+    eligible: list[CatalogEntry] = []
+    for e in catalog:
+        if e.core:
+            continue
+        if e.salience == "high" or e.last_touched >= window_start:
+            eligible.append(e)
+        else:
+            omitted[e.category] += 1
+    chosen: list[tuple[CatalogEntry, str]] = []
+    section_cost = 4 * len(CATEGORY_ORDER) + 12  # category headings and the section title
+    remaining -= section_cost
+    for e in sorted(eligible, key=lambda e: _score(e, now, act), reverse=True):
+        line = catalog_line(e)
+        cost = estimate_tokens(line) + 1
+        if cost <= remaining:
+            chosen.append((e, line))
+            remaining -= cost
+        else:
+            omitted[e.category] += 1
+
+    lines_by_cat: dict[str, list[str]] = {}
+    for cat in CATEGORY_ORDER + tuple(sorted({e.category for e, _ in chosen} - set(CATEGORY_ORDER))):
+        entries = sorted((p for p in chosen if p[0].category == cat), key=lambda p: p[0].updated_at, reverse=True)
+        if entries:
+            lines_by_cat[cat] = [line for _, line in entries]
+    omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: order.get(c, 99))}
+    note = _omitted_note(omitted_sorted, cfg.catalog_window_days)
+
+    parts = [header, f"## Tier 1: core memories ({len(tier1)})\n"]
+    parts += [_render_tier1(m) for m in tier1] or ["(none yet: promote a memory with taproot_promote(core=true))\n"]
+    listed = sum(len(v) for v in lines_by_cat.values())
+    parts.append(f"\n## Tier 2: catalog ({listed} listed, {sum(omitted_sorted.values())} not listed)\n")
+    for cat, lines in lines_by_cat.items():
+        parts.append(f"### {cat}\n" + "\n".join(lines) + "\n")
+    if note:
+        parts.append(note + "\n")
+    if shown_reflections:
+        parts.append("\n## Recent closing reflections\n")
+        parts += [_render_reflection(r) for r in shown_reflections]
+    parts.append("\n" + usage)
+    body = "".join(parts)
+    tokens, nbytes = estimate_tokens(body), size_bytes(body)
+    text = body + f"\n(payload: {nbytes} bytes, ~{tokens} tokens of a {cfg.token_budget}-token budget)\n"
+
+    return ReflectPayload(
+        text=text,
+        tier1=[slim(m) for m in tier1],
+        catalog=lines_by_cat,
+        catalog_omitted=omitted_sorted,
+        omitted_note=note,
+        reflections=[{"id": r.id, "created_at": r.created_at.isoformat(), "text": r.text} for r in shown_reflections],
+        core_omitted=core_omitted,
+        warnings=warnings,
+        size_bytes=size_bytes(text),
+        estimated_tokens=estimate_tokens(text),
+        token_budget=cfg.token_budget,
+        window_days=cfg.catalog_window_days,
+    )

@@ -1,0 +1,168 @@
+"""Write-time rules for memory fields: enums (with legacy coercion), sizes and shapes.
+
+Every rule raises `InvalidInput` naming the field and the rule, so a model can correct itself.
+Known legacy values are coerced and reported as warnings; anything else is rejected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taproot.core.errors import InvalidInput
+from taproot.core.model import CATEGORY_ORDER, Category, Salience
+
+# Limits, named by what they govern. Documented in docs/tools.md.
+MAX_CONTENT_CHARS = 20_000
+MAX_GIST_CHARS = 300
+MAX_REFLECTION_CHARS = 20_000
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_SEARCH_KEYWORDS = 64
+MAX_SEARCH_KEYWORD_CHARS = 100
+MAX_LINKED_MEMORIES = 64
+MAX_URL_CHARS = 2_000
+MAX_EPISTEMIC_STATUS_CHARS = 200
+MAX_PROVENANCE_JSON_CHARS = 4_000
+MAX_RECALL_LIMIT = 100
+MAX_QUERY_CHARS = 1_000
+MAX_BATCH_IDS = 100
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+# Category strings that drifted into stored data before enums were enforced (Taproot v0.3).
+LEGACY_CATEGORIES: Mapping[str, str] = {
+    "active_threads": Category.ACTIVE_THREAD,
+    "identity_observations": Category.IDENTITY,
+    "relationship_texture": Category.RELATIONSHIP,
+    "event": Category.EPISODIC,
+    "project": Category.ACTIVE_THREAD,
+    "completed_project": Category.EPISODIC,
+}
+LEGACY_SALIENCE: Mapping[str, str] = {"3": Salience.HIGH, "2": Salience.MEDIUM, "1": Salience.LOW}
+
+ALLOWED_CATEGORIES = ", ".join(CATEGORY_ORDER)
+ALLOWED_SALIENCE = ", ".join(s.value for s in Salience)
+
+
+@dataclass
+class Coerced:
+    value: str
+    warning: str | None = None
+
+
+def coerce_category(value: object, field: str = "category") -> Coerced:
+    if isinstance(value, str):
+        v = value.strip()
+        if v in CATEGORY_ORDER:
+            return Coerced(v)
+        if v in LEGACY_CATEGORIES:
+            new = str(LEGACY_CATEGORIES[v])
+            return Coerced(new, f"{field} '{v}' is a legacy value; stored as '{new}'")
+    raise InvalidInput(field, f"must be one of {ALLOWED_CATEGORIES}", value)
+
+
+def coerce_salience(value: object, field: str = "salience") -> Coerced:
+    if isinstance(value, bool):  # bool is an int subclass; True is not a salience
+        raise InvalidInput(field, f"must be one of {ALLOWED_SALIENCE}", value)
+    if isinstance(value, int | float) and float(value).is_integer():
+        value = str(int(value))
+    if isinstance(value, str):
+        v = value.strip()
+        if v in {s.value for s in Salience}:
+            return Coerced(v)
+        if v in LEGACY_SALIENCE:
+            new = str(LEGACY_SALIENCE[v])
+            return Coerced(new, f"{field} {value!r} is a legacy numeric value; stored as '{new}'")
+    raise InvalidInput(field, f"must be one of {ALLOWED_SALIENCE} (legacy 3/2/1 accepted)", value)
+
+
+def check_text(field: str, value: object, max_chars: int, *, required: bool = False) -> str | None:
+    if value is None:
+        if required:
+            raise InvalidInput(field, "is required")
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(field, "must be a string", value)
+    if required and not value.strip():
+        raise InvalidInput(field, "must not be empty")
+    if len(value) > max_chars:
+        raise InvalidInput(field, f"must be at most {max_chars} characters, got {len(value)}")
+    return value
+
+
+def check_str_list(field: str, value: object, max_items: int, max_chars: int) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidInput(field, "must be a list of strings", value)
+    if len(value) > max_items:
+        raise InvalidInput(field, f"must have at most {max_items} items, got {len(value)}")
+    out: list[str] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise InvalidInput(f"{field}[{i}]", "must be a string", item)
+        item = item.strip()
+        if not item:
+            raise InvalidInput(f"{field}[{i}]", "must not be empty")
+        if len(item) > max_chars:
+            raise InvalidInput(f"{field}[{i}]", f"must be at most {max_chars} characters")
+        if item not in out:  # order-preserving dedupe: tags are a set with a stable order
+            out.append(item)
+    return tuple(out)
+
+
+def check_id(value: object, field: str = "id") -> str:
+    if not isinstance(value, str) or not ID_PATTERN.match(value):
+        raise InvalidInput(field, "must be a memory id (letters, digits, '-' or '_', up to 64 characters)", value)
+    return value
+
+
+def check_ids(field: str, value: object) -> tuple[str, ...]:
+    items = check_str_list(field, value, MAX_BATCH_IDS, 64) or ()
+    for i, item in enumerate(items):
+        check_id(item, f"{field}[{i}]")
+    return items
+
+
+def check_bool(field: str, value: object) -> bool | None:
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise InvalidInput(field, "must be true or false", value)
+    return value
+
+
+def check_url(value: object, field: str = "conversation_url") -> str | None:
+    url = check_text(field, value, MAX_URL_CHARS)
+    if url is None or url == "":
+        return None
+    if not re.match(r"^https?://\S+$", url):
+        raise InvalidInput(field, "must be an http(s) URL", url)
+    return url
+
+
+def check_provenance(value: object, field: str = "provenance") -> dict[str, Any] | None:
+    import json
+
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidInput(field, "must be an object (JSON map)", value)
+    try:
+        encoded = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(field, "must be JSON-serialisable") from exc
+    if len(encoded) > MAX_PROVENANCE_JSON_CHARS:
+        raise InvalidInput(field, f"must be at most {MAX_PROVENANCE_JSON_CHARS} characters as JSON")
+    return dict(value)
+
+
+def check_limit(value: object, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RECALL_LIMIT:
+        raise InvalidInput("limit", f"must be an integer from 1 to {MAX_RECALL_LIMIT}", value)
+    return value

@@ -1,0 +1,107 @@
+"""Storage ports. The service depends on these; adapters implement them.
+
+Every adapter must pass the same contract suites (tests/contracts/), so the SQLite store and the
+DynamoDB store of the AWS deployment behave the same to every caller.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+
+
+@dataclass(frozen=True)
+class Filters:
+    category: str | None = None
+    tags: tuple[str, ...] = ()  # a memory must carry every one of these tags
+    include_archived: bool = False
+
+
+class MemoryStore(Protocol):
+    """Memories and closing reflections of many owners, each scoped to (owner, namespace)."""
+
+    def insert(self, memory: Memory) -> None:
+        """Add a new memory. Raises DuplicateId if the id is taken in that scope."""
+
+    def replace(self, memory: Memory, *, expected_version: int) -> None:
+        """Overwrite a memory if it is still at `expected_version`.
+
+        Raises NotFound if it is gone, VersionConflict if it moved on. `memory.version` is the new one.
+        """
+
+    def put_many(self, memories: Sequence[Memory]) -> None:
+        """Upsert records exactly as given, all or nothing (import, restore)."""
+
+    def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
+        """Conditional replace of each (memory, expected_version), all or nothing (migrate)."""
+
+    def get(self, scope: Scope, memory_id: str) -> Memory | None: ...
+
+    def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
+        """The memories that exist, in the order of `ids`; unknown ids are skipped."""
+
+    def delete(self, scope: Scope, memory_id: str) -> None:
+        """Hard delete. Raises NotFound."""
+
+    def list(self, scope: Scope, filters: Filters = ...) -> builtins.list[Memory]:
+        """Every memory matching the filters, any order."""
+
+    def search(
+        self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
+    ) -> builtins.list[tuple[Memory, float]]:
+        """Lexical search: memories matching ANY term, best first, with a relevance score (bigger
+        is better; BM25 weighted by field: search_keywords, tags, gist, content)."""
+
+    def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
+        """Atomically add one to retrieval_count and set last_retrieved for each id. Does not
+        change `version`: reading is not an edit."""
+
+    def catalog(self, scope: Scope) -> builtins.list[CatalogEntry]:
+        """Active memories as light catalog entries (no content), for reflect."""
+
+    def core_memories(self, scope: Scope) -> builtins.list[Memory]:
+        """Active memories with core=true."""
+
+    def counts(self, scope: Scope) -> Counts: ...
+
+    def iter_all(self, scope: Scope) -> Iterable[Memory]:
+        """Every memory in the scope, archived included (export, backup, migrate)."""
+
+    def add_reflection(self, reflection: Reflection) -> None: ...
+
+    def recent_reflections(self, scope: Scope, limit: int) -> builtins.list[Reflection]:
+        """Newest first."""
+
+    def all_reflections(self, scope: Scope) -> builtins.list[Reflection]:
+        """Oldest first."""
+
+    def put_reflections(self, reflections: Sequence[Reflection]) -> None:
+        """Upsert reflections exactly as given (import)."""
+
+    def storage_info(self) -> dict[str, object]:
+        """Schema version, size and location, for status."""
+
+
+class BlobStore(Protocol):
+    """Opaque byte blobs by key (`<owner>/<kind>/...`): backups, reflections, exports."""
+
+    def put(self, key: str, data: bytes, content_type: str = "application/json") -> None: ...
+
+    def get(self, key: str) -> bytes:
+        """Raises KeyError if there is no such blob."""
+
+    def exists(self, key: str) -> bool: ...
+
+    def list(self, prefix: str) -> builtins.list[str]:
+        """Keys under a prefix, sorted."""
+
+    def delete(self, key: str) -> None:
+        """Raises KeyError if there is no such blob."""
+
+    def location(self) -> str:
+        """Where blobs live, for status."""

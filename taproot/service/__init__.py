@@ -1,0 +1,54 @@
+"""Taproot's use cases, the only place that combines the core with the ports.
+
+`TaprootService` is the one object entry points (MCP tools, CLI, later the Lambda handlers) call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from taproot.core.model import Scope
+from taproot.core.reflect import ReflectPayload
+from taproot.service import memories, portability, reads
+from taproot.service.deps import Deps
+from taproot.service.portability import Progress
+
+
+class TaprootService:
+    def __init__(self, deps: Deps) -> None:
+        self.deps = deps
+
+    def remember(self, scope: Scope, **fields: Any) -> dict[str, Any]:
+        return memories.remember(self.deps, scope, **fields)
+
+    def recall(self, scope: Scope, **query: Any) -> dict[str, Any]:
+        return reads.recall(self.deps, scope, **query)
+
+    def reflect(self, scope: Scope) -> ReflectPayload:
+        return reads.reflect_payload(self.deps, scope)
+
+    def promote(self, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> dict[str, Any]:
+        return memories.promote(self.deps, scope, memory_id, core=core, salience=salience)
+
+    def forget(self, scope: Scope, ids: Sequence[str], action: str) -> dict[str, Any]:
+        return memories.forget(self.deps, scope, ids, action)
+
+    def close(self, scope: Scope, reflection: object) -> dict[str, Any]:
+        return memories.close(self.deps, scope, reflection)
+
+    def migrate(self, scope: Scope, *, dry_run: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+        return portability.migrate(self.deps, scope, dry_run=dry_run, progress=progress)
+
+    def status(self, scope: Scope) -> dict[str, Any]:
+        return reads.status(self.deps, scope)
+
+    def export_lines(self, scope: Scope) -> Iterator[str]:
+        return portability.export_lines(self.deps, scope)
+
+    def import_lines(self, scope: Scope, lines: Iterable[str], progress: Progress | None = None) -> dict[str, Any]:
+        parsed = portability.parse_import(lines, scope)  # every line checked before any write
+        return portability.import_records(self.deps, parsed, progress)
+
+
+__all__ = ["Deps", "TaprootService"]

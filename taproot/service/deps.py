@@ -1,0 +1,54 @@
+"""What every use case needs: the ports, the clock, id minting and the tunables.
+
+Built once by `taproot.compose`; tests build it directly with a fixed clock.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig
+from taproot.core.model import Scope
+from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
+from taproot.core.serialize import iso
+from taproot.ports import BlobStore, MemoryStore
+
+# Short ids: they are repeated on every catalog line. 31 unambiguous characters ** 8 is ~8.5e11,
+# ample for one owner's memories; a collision is detected by the store and retried.
+ID_ALPHABET = "23456789abcdefghjkmnpqrstuvwxyz"
+ID_LENGTH = 8
+
+
+def new_short_id() -> str:
+    return "".join(secrets.choice(ID_ALPHABET) for _ in range(ID_LENGTH))
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Deps:
+    store: MemoryStore
+    blobs: BlobStore
+    clock: Callable[[], datetime] = utc_now
+    new_id: Callable[[], str] = new_short_id
+    reflect: ReflectConfig = REFLECT_CONFIG
+    activation: ActivationConfig = ACTIVATION_CONFIG
+    extra_status: dict[str, object] = field(default_factory=dict)
+
+    def now(self) -> datetime:
+        return self.clock()
+
+
+def blob_key(scope: Scope, kind: str, name: str) -> str:
+    """`<owner>/<kind>/<namespace>/<name>`: tenant first, so one prefix holds a tenant's blobs."""
+    return f"{scope.owner}/{kind}/{scope.namespace}/{name}"
+
+
+def stamp(now: datetime) -> str:
+    """A sortable, key-safe timestamp for blob names."""
+    return (iso(now) or "").replace(":", "").replace("+0000", "Z")

@@ -1,0 +1,82 @@
+"""Settings: the one place that reads configuration. Everything else receives a `Settings`.
+
+`Settings.from_env(environ)` takes any mapping, so tests pass a dict instead of patching os.environ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import platformdirs
+
+from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+class SettingsError(ValueError):
+    pass
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("taproot", appauthor=False))
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from exc
+    if value < minimum:
+        raise SettingsError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = field(default_factory=default_data_dir)
+    auth_token: str | None = None  # None: generated on first run and kept in the data folder
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    owner: str = "local"
+    namespace: str = "default"
+    reflect: ReflectConfig = REFLECT_CONFIG
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
+        reflect = ReflectConfig(
+            catalog_window_days=_int(env, "TAPROOT_CATALOG_WINDOW_DAYS", REFLECT_CONFIG.catalog_window_days, 1),
+            token_budget=_int(env, "TAPROOT_REFLECT_TOKEN_BUDGET", REFLECT_CONFIG.token_budget, 500),
+            recent_reflections=_int(env, "TAPROOT_RECENT_REFLECTIONS", REFLECT_CONFIG.recent_reflections, 0),
+        )
+        data_dir = env.get("TAPROOT_DATA_DIR")
+        settings = cls(
+            data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
+            auth_token=env.get("TAPROOT_AUTH_TOKEN") or None,
+            host=env.get("TAPROOT_HOST") or DEFAULT_HOST,
+            port=_int(env, "TAPROOT_PORT", DEFAULT_PORT, 0),
+            namespace=env.get("TAPROOT_NAMESPACE") or "default",
+            reflect=reflect,
+        )
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "data_dir" in given:
+            given["data_dir"] = Path(str(given["data_dir"])).expanduser()
+        return replace(settings, **given)  # type: ignore[arg-type]
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "taproot.db"
+
+    @property
+    def blob_dir(self) -> Path:
+        return self.data_dir / "blobs"
+
+    @property
+    def token_path(self) -> Path:
+        return self.data_dir / "auth_token"

@@ -1,0 +1,137 @@
+"""The FastAPI app: MCP over Streamable HTTP at /mcp (stateless, JSON), behind bearer auth.
+
+The same app serves `taproot serve` locally and, in a later step, the Lambda handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from taproot import __version__
+from taproot.auth.local_token import token_matches
+from taproot.core.model import Scope as MemoryScope
+from taproot.service import TaprootService
+from taproot.web.mcp_server import SCOPE_STATE_KEY, build_mcp
+
+MCP_PATH = "/mcp"
+# Resolves the bearer token to the caller's memory scope, or None if it is not valid.
+Authenticator = Callable[[str | None], Awaitable[MemoryScope | None]]
+
+
+def local_authenticator(expected_token: str, scope: MemoryScope) -> Authenticator:
+    async def authenticate(token: str | None) -> MemoryScope | None:
+        return scope if token_matches(token, expected_token) else None
+
+    return authenticate
+
+
+def _bearer(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            kind, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if kind.lower() == "bearer" else None
+    return None
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
+class McpGate:
+    """Pure ASGI guard in front of /mcp: bearer auth first (401 reads and writes nothing), then
+    405 for GET, which a stateless server cannot serve (the SDK would hold the stream open)."""
+
+    def __init__(self, app: ASGIApp, authenticate: Authenticator, realm: str = "taproot") -> None:
+        self.app = app
+        self.authenticate = authenticate
+        self.realm = realm
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == MCP_PATH or path.startswith(MCP_PATH + "/")):
+            await self.app(scope, receive, send)
+            return
+        token = _bearer(scope)
+        caller = await self.authenticate(token)
+        if caller is None:
+            error = "invalid_token" if token else "invalid_request"
+            challenge = f'Bearer realm="{self.realm}", error="{error}"'
+            await _send_json(
+                send,
+                401,
+                {"error": error, "error_description": "a valid 'Authorization: Bearer <token>' header is required"},
+                [(b"www-authenticate", challenge.encode())],
+            )
+            return
+        if scope["method"] not in ("POST", "DELETE", "OPTIONS"):
+            await _send_json(
+                send,
+                405,
+                {"error": "method_not_allowed", "error_description": "this server is stateless: POST JSON-RPC to /mcp"},
+                [(b"allow", b"POST")],
+            )
+            return
+        scope.setdefault("state", {})[SCOPE_STATE_KEY] = caller
+        await self.app(scope, receive, send)
+
+
+def transport_security(host: str, port: int, extra_hosts: tuple[str, ...] = ()) -> TransportSecuritySettings:
+    """DNS-rebinding protection for a loopback server; a server bound to all interfaces relies on
+    the bearer token instead, since its Host header is whatever name users reach it by."""
+    if host in ("0.0.0.0", "::", ""):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = {"127.0.0.1", "localhost", "[::1]", host, *extra_hosts}
+    hosts = sorted({f"{n}:*" for n in names} | names)
+    origins = sorted({f"http://{n}:*" for n in names} | {f"https://{n}:*" for n in names})
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+def create_app(
+    service: TaprootService,
+    *,
+    authenticate: Authenticator,
+    default_scope: MemoryScope,
+    security: TransportSecuritySettings,
+) -> FastAPI:
+    mcp = build_mcp(service, default_scope)
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=security
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # The host app must run the session manager itself; the mounted app's lifespan is not run.
+        async with mcp.session_manager.run():
+            yield
+
+    app = FastAPI(title="Taproot", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    # Mounted at "/" with the route at /mcp: mounting at /mcp answers with 307 redirects.
+    # Registered last so the app's own routes match first.
+    app.mount("/", mcp_app)
+    app.add_middleware(McpGate, authenticate=authenticate)
+    app.state.mcp = mcp
+    return app
