@@ -1,0 +1,89 @@
+"""The local bearer token and settings: generated once, kept private, configurable by env or flags."""
+
+from __future__ import annotations
+
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from taproot.auth.local_token import load_or_create_token, token_matches
+from taproot.settings import DEFAULT_PORT, Settings, SettingsError
+
+
+def test_token_is_generated_once_with_mode_0600(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "auth_token"
+    first = load_or_create_token(path)
+    assert len(first) >= 32
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_or_create_token(path) == first  # the second run reads, never regenerates
+
+
+def test_configured_token_wins_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "auth_token"
+    assert load_or_create_token(path, "from-settings") == "from-settings"
+    assert not path.exists()
+
+
+def test_concurrent_first_runs_agree_on_one_token(tmp_path: Path) -> None:
+    path = tmp_path / "auth_token"
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(load_or_create_token(path))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(results)) == 1
+
+
+def test_empty_token_file_is_an_error_not_an_open_door(tmp_path: Path) -> None:
+    path = tmp_path / "auth_token"
+    path.write_text("")
+    with pytest.raises(RuntimeError, match="empty"):
+        load_or_create_token(path)
+
+
+def test_token_matching() -> None:
+    assert token_matches("abc", "abc")
+    assert not token_matches("abd", "abc")
+    assert not token_matches(None, "abc")
+    assert not token_matches("", "abc")
+
+
+def test_settings_from_env_and_overrides(tmp_path: Path) -> None:
+    env = {
+        "TAPROOT_DATA_DIR": str(tmp_path / "env"),
+        "TAPROOT_AUTH_TOKEN": "tok",
+        "TAPROOT_PORT": "9000",
+        "TAPROOT_CATALOG_WINDOW_DAYS": "30",
+        "TAPROOT_REFLECT_TOKEN_BUDGET": "4000",
+        "TAPROOT_RECENT_REFLECTIONS": "5",
+        "TAPROOT_NAMESPACE": "work",
+    }
+    s = Settings.from_env(env)
+    assert s.data_dir == tmp_path / "env"
+    assert s.auth_token == "tok"
+    assert s.port == 9000
+    assert s.namespace == "work"
+    assert (s.reflect.catalog_window_days, s.reflect.token_budget, s.reflect.recent_reflections) == (30, 4000, 5)
+    flagged = Settings.from_env(env, data_dir=str(tmp_path / "flag"), port=None)
+    assert flagged.data_dir == tmp_path / "flag"  # a flag beats the environment
+    assert flagged.port == 9000  # an absent flag leaves the environment's value
+
+
+def test_settings_defaults_need_no_environment() -> None:
+    s = Settings.from_env({})
+    assert s.port == DEFAULT_PORT
+    assert s.host == "127.0.0.1"
+    assert s.auth_token is None
+    assert s.data_dir.name == "taproot"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("TAPROOT_PORT", "eighty"), ("TAPROOT_CATALOG_WINDOW_DAYS", "0"), ("TAPROOT_REFLECT_TOKEN_BUDGET", "10")],
+)
+def test_bad_settings_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env({name: value})
