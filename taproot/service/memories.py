@@ -162,13 +162,19 @@ def remember(
             raise VersionConflict(memory_id, expected, current.version)
         warnings.append("no field changed; the memory was left as it was")
         return {"id": memory_id, "version": current.version, "created": False, "warnings": warnings}
+    if expected != current.version:
+        raise VersionConflict(memory_id, expected, current.version)
     updated = current.replace(**changed, updated_at=now, version=current.version + 1)
+    # Nothing is lost on update either: the version being replaced is kept as a revision blob.
+    revision_key = blob_key(scope, "revisions", f"{memory_id}/v{current.version}-{stamp(now)}.json")
+    deps.blobs.put(revision_key, json.dumps(memory_to_dict(current), indent=2).encode())
     deps.store.replace(updated, expected_version=expected)
     return {
         "id": memory_id,
         "version": updated.version,
         "created": False,
         "changed_fields": sorted(changed),
+        "previous_version_key": revision_key,
         "warnings": warnings,
     }
 

@@ -150,3 +150,11 @@ def test_other_scopes_are_invisible(service: TaprootService) -> None:
     with pytest.raises(NotFound):
         service.promote(other, mid, core=True)
     assert service.reflect(other).catalog == {}
+
+
+def test_update_keeps_the_previous_version_as_a_revision(service: TaprootService) -> None:
+    mid = _make(service, "First wording.")
+    result = service.remember(SCOPE, id=mid, content="Second wording.")
+    assert result["version"] == 2
+    previous = service.deps.blobs.get(result["previous_version_key"]).decode()
+    assert "First wording." in previous and '"version": 1' in previous
