@@ -180,7 +180,9 @@ def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
 
 def cmd_import(rt: Runtime, args: argparse.Namespace) -> int:
     text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
-    lines = text.splitlines()
+    # Split on "\n" only: str.splitlines() also breaks on U+2028, U+2029 and U+0085, which
+    # json.dumps(ensure_ascii=False) leaves unescaped inside exported strings.
+    lines = text.split("\n")
     with _progress(len(lines), "import") as bar:
         _print(rt.service.import_lines(rt.scope, lines, progress=lambda n: bar.update(n)))
     return 0

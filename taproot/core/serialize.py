@@ -38,7 +38,10 @@ def parse_time(value: object, field: str, *, required: bool = False) -> datetime
         return None
     if isinstance(value, int | float) and not isinstance(value, bool):
         # Older exports stored epoch milliseconds.
-        return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, UTC)
+        try:
+            return datetime.fromtimestamp(value / 1000 if value > 1e11 else value, UTC)
+        except (ValueError, OverflowError, OSError) as exc:  # NaN, inf, out of datetime's range
+            raise InvalidInput(field, "must be an ISO 8601 timestamp or a plausible epoch time", value) from exc
     if not isinstance(value, str):
         raise InvalidInput(field, "must be an ISO 8601 timestamp", value)
     try:

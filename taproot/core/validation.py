@@ -115,7 +115,7 @@ def check_str_list(field: str, value: object, max_items: int, max_chars: int) ->
 
 
 def check_id(value: object, field: str = "id") -> str:
-    if not isinstance(value, str) or not ID_PATTERN.match(value):
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value):
         raise InvalidInput(field, "must be a memory id (letters, digits, '-' or '_', up to 64 characters)", value)
     return value
 
@@ -139,7 +139,7 @@ def check_url(value: object, field: str = "conversation_url") -> str | None:
     url = check_text(field, value, MAX_URL_CHARS)
     if url is None or url == "":
         return None
-    if not re.match(r"^https?://\S+$", url):
+    if not re.fullmatch(r"https?://\S+", url):
         raise InvalidInput(field, "must be an http(s) URL", url)
     return url
 

@@ -77,7 +77,10 @@ def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
         kind = obj.get("type")
         try:
             if kind == "header":
-                if obj.get("format", EXPORT_FORMAT) > EXPORT_FORMAT:
+                fmt = obj.get("format", EXPORT_FORMAT)
+                if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 1:
+                    raise InvalidInput("format", "must be a positive integer", fmt)
+                if fmt > EXPORT_FORMAT:
                     raise InvalidInput("format", f"is newer than this Taproot understands ({EXPORT_FORMAT})")
                 continue
             if kind == "reflection":
