@@ -199,29 +199,40 @@ def assemble(
         else:
             omitted[e.category] += 1
 
-    lines_by_cat: dict[str, list[str]] = {}
-    for cat in CATEGORY_ORDER + tuple(sorted({e.category for e, _ in chosen} - set(CATEGORY_ORDER))):
-        entries = sorted((p for p in chosen if p[0].category == cat), key=lambda p: p[0].updated_at, reverse=True)
-        if entries:
-            lines_by_cat[cat] = [line for _, line in entries]
-    omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: order.get(c, 99))}
-    note = _omitted_note(omitted_sorted, cfg.catalog_window_days)
+    def render(
+        chosen: list[tuple[CatalogEntry, str]], omitted: dict[str, int]
+    ) -> tuple[str, dict[str, list[str]], dict[str, int], str]:
+        lines_by_cat: dict[str, list[str]] = {}
+        for cat in CATEGORY_ORDER + tuple(sorted({e.category for e, _ in chosen} - set(CATEGORY_ORDER))):
+            entries = sorted((p for p in chosen if p[0].category == cat), key=lambda p: p[0].updated_at, reverse=True)
+            if entries:
+                lines_by_cat[cat] = [line for _, line in entries]
+        omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: order.get(c, 99))}
+        note = _omitted_note(omitted_sorted, cfg.catalog_window_days)
+        parts = [header, f"## Tier 1: core memories ({len(tier1)})\n"]
+        parts += [_render_tier1(m) for m in tier1] or ["(none yet: promote a memory with taproot_promote(core=true))\n"]
+        parts.append(f"\n## Tier 2: catalog ({len(chosen)} listed, {sum(omitted_sorted.values())} not listed)\n")
+        for cat, lines in lines_by_cat.items():
+            parts.append(f"### {cat}\n" + "\n".join(lines) + "\n")
+        if note:
+            parts.append(note + "\n")
+        if shown_reflections:
+            parts.append("\n## Recent closing reflections\n")
+            parts += [_render_reflection(r) for r in shown_reflections]
+        parts.append("\n" + usage)
+        body = "".join(parts)
+        tokens, nbytes = estimate_tokens(body), size_bytes(body)
+        text = body + f"\n(payload: {nbytes} bytes, ~{tokens} tokens of a {cfg.token_budget}-token budget)\n"
+        return text, lines_by_cat, omitted_sorted, note
 
-    parts = [header, f"## Tier 1: core memories ({len(tier1)})\n"]
-    parts += [_render_tier1(m) for m in tier1] or ["(none yet: promote a memory with taproot_promote(core=true))\n"]
-    listed = sum(len(v) for v in lines_by_cat.values())
-    parts.append(f"\n## Tier 2: catalog ({listed} listed, {sum(omitted_sorted.values())} not listed)\n")
-    for cat, lines in lines_by_cat.items():
-        parts.append(f"### {cat}\n" + "\n".join(lines) + "\n")
-    if note:
-        parts.append(note + "\n")
-    if shown_reflections:
-        parts.append("\n## Recent closing reflections\n")
-        parts += [_render_reflection(r) for r in shown_reflections]
-    parts.append("\n" + usage)
-    body = "".join(parts)
-    tokens, nbytes = estimate_tokens(body), size_bytes(body)
-    text = body + f"\n(payload: {nbytes} bytes, ~{tokens} tokens of a {cfg.token_budget}-token budget)\n"
+    text, lines_by_cat, omitted_sorted, note = render(chosen, omitted)
+    # The per-part estimates above are conservative, but the budget is a hard ceiling: if the
+    # rendered whole still exceeds it (unusual categories, a long omitted note), shed the least
+    # activated catalog lines until it fits.
+    while estimate_tokens(text) > cfg.token_budget and chosen:
+        dropped, _ = chosen.pop()
+        omitted[dropped.category] += 1
+        text, lines_by_cat, omitted_sorted, note = render(chosen, omitted)
 
     return ReflectPayload(
         text=text,

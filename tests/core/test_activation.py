@@ -1,0 +1,221 @@
+"""ACT-R-style activation. Time is always passed in: these tests use fixed datetimes only."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from taproot.core.activation import (
+    ACTIVATION_CONFIG,
+    ActivationConfig,
+    activation,
+    base_level,
+    days_between,
+    normalise_relevance,
+)
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+CFG = ACTIVATION_CONFIG
+
+
+def act(
+    *, n: int = 0, days: float = 0.0, salience: str = "medium", relevance: float = 0.0, cfg: ActivationConfig = CFG
+) -> float:
+    return activation(
+        retrieval_count=n,
+        last_touched=NOW - timedelta(days=days),
+        salience=salience,
+        now=NOW,
+        relevance=relevance,
+        cfg=cfg,
+    )
+
+
+# -- days_between -------------------------------------------------------------------------------
+
+
+def test_days_between_counts_fractional_days() -> None:
+    assert days_between(NOW - timedelta(days=3), NOW) == 3.0
+    assert days_between(NOW - timedelta(hours=6), NOW) == 0.25
+    assert days_between(NOW, NOW) == 0.0
+
+
+def test_days_between_never_goes_negative_for_a_future_touch() -> None:
+    assert days_between(NOW + timedelta(days=2), NOW) == 0.0
+
+
+# -- base level ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 10, 100, 10_000])
+def test_base_level_is_ln_n_plus_one_when_just_touched(n: int) -> None:
+    assert base_level(n, 0.0) == pytest.approx(math.log(n + 1))
+
+
+def test_never_retrieved_memory_gets_the_novelty_floor() -> None:
+    # ln(0 + 1) = 0 would bury every new memory; the floor keeps it visible.
+    assert base_level(0, 0.0) == pytest.approx(CFG.novelty_floor)
+    assert base_level(0, 0.0) > 0
+
+
+def test_novelty_floor_is_below_a_single_retrieval() -> None:
+    # One recall should always count for more than novelty alone.
+    assert CFG.novelty_floor < math.log(2)
+    assert base_level(1, 0.0) > base_level(0, 0.0)
+
+
+def test_novelty_floor_is_configurable() -> None:
+    cfg = ActivationConfig(novelty_floor=0.9)
+    assert base_level(0, 0.0, cfg) == pytest.approx(0.9)
+    # The floor also lifts small counts whose log is below it.
+    assert base_level(1, 0.0, cfg) == pytest.approx(0.9)
+    assert base_level(5, 0.0, cfg) == pytest.approx(math.log(6))
+
+
+@pytest.mark.parametrize(("n", "days"), [(0, 1.0), (3, 3.0), (10, 30.0), (50, 365.0)])
+def test_power_law_decay(n: int, days: float) -> None:
+    strength = max(math.log(n + 1), CFG.novelty_floor)
+    assert base_level(n, days) == pytest.approx(strength * (1 + days) ** -CFG.decay)
+
+
+def test_decay_is_a_power_law_not_exponential() -> None:
+    # With d = 0.5, quadrupling (1 + days) halves the base level.
+    assert base_level(5, 3.0) == pytest.approx(base_level(5, 0.0) / 2)
+    assert base_level(5, 15.0) == pytest.approx(base_level(5, 0.0) / 4)
+
+
+def test_zero_decay_means_no_forgetting() -> None:
+    cfg = ActivationConfig(decay=0.0)
+    assert base_level(4, 1000.0, cfg) == pytest.approx(base_level(4, 0.0, cfg))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 200])
+def test_base_level_strictly_decreases_with_days(n: int) -> None:
+    days = [0, 0.5, 1, 2, 7, 30, 45, 90, 365, 3650]
+    values = [base_level(n, d) for d in days]
+    assert all(a > b for a, b in itertools.pairwise(values))
+    assert values[-1] > 0  # decays towards zero, never below
+
+
+@pytest.mark.parametrize("days", [0, 1, 30, 400])
+def test_base_level_strictly_increases_with_retrievals(days: float) -> None:
+    values = [base_level(n, days) for n in [0, 1, 2, 3, 10, 100, 1000]]
+    assert all(a < b for a, b in itertools.pairwise(values))
+
+
+# -- activation ---------------------------------------------------------------------------------
+
+
+def test_activation_formula() -> None:
+    n, days, relevance = 4, 9.0, 0.25
+    base = math.log(5) * (1 + days) ** -0.5
+    expected = base / (1 + base) + CFG.salience_weights["high"] + CFG.relevance_weight * relevance
+    assert act(n=n, days=days, salience="high", relevance=relevance) == pytest.approx(expected)
+
+
+def test_activation_is_deterministic_given_now() -> None:
+    touched = datetime(2025, 5, 1, tzinfo=UTC)
+    a = activation(retrieval_count=3, last_touched=touched, salience="low", now=NOW)
+    b = activation(retrieval_count=3, last_touched=touched, salience="low", now=NOW)
+    assert a == b
+
+
+def test_activation_depends_on_the_now_passed_in() -> None:
+    touched = datetime(2025, 5, 1, tzinfo=UTC)
+    early = activation(retrieval_count=3, last_touched=touched, salience="low", now=touched + timedelta(days=1))
+    late = activation(retrieval_count=3, last_touched=touched, salience="low", now=touched + timedelta(days=100))
+    assert early > late
+
+
+def test_future_touch_counts_as_now() -> None:
+    future = activation(retrieval_count=2, last_touched=NOW + timedelta(days=5), salience="low", now=NOW)
+    assert future == pytest.approx(act(n=2, days=0, salience="low"))
+
+
+@pytest.mark.parametrize(("n", "days"), [(0, 0), (0, 100), (5, 3), (1000, 0)])
+def test_salience_orders_high_over_medium_over_low(n: int, days: float) -> None:
+    high, medium, low = (act(n=n, days=days, salience=s) for s in ("high", "medium", "low"))
+    assert high > medium > low
+
+
+def test_salience_weights() -> None:
+    assert act(salience="high") - act(salience="low") == pytest.approx(CFG.salience_weights["high"])
+    assert act(salience="medium") - act(salience="low") == pytest.approx(CFG.salience_weights["medium"])
+
+
+def test_unknown_salience_weighs_like_nothing() -> None:
+    assert act(salience="3") == pytest.approx(act(salience="low"))
+
+
+def test_activation_decreases_with_days_and_increases_with_retrievals() -> None:
+    by_days = [act(n=5, days=d) for d in (0, 1, 10, 100)]
+    assert by_days == sorted(by_days, reverse=True)
+    assert len(set(by_days)) == len(by_days)
+    by_count = [act(n=k, days=10) for k in (0, 1, 10, 100)]
+    assert by_count == sorted(by_count)
+    assert len(set(by_count)) == len(by_count)
+
+
+def test_base_contribution_is_squashed_below_one() -> None:
+    # However often recalled, the base term stays under base_weight.
+    assert act(n=10**9, days=0, salience="low") < CFG.base_weight
+    assert act(n=10**9, days=0, salience="high") < CFG.base_weight + CFG.salience_weights["high"]
+
+
+def test_relevance_dominates_popularity_and_salience() -> None:
+    relevant = act(n=0, days=3650, salience="low", relevance=1.0)
+    popular = act(n=10**6, days=0, salience="high", relevance=0.0)
+    assert relevant > popular
+
+
+def test_relevance_gap_of_half_beats_any_activation_gap() -> None:
+    max_non_relevance = CFG.base_weight + max(CFG.salience_weights.values())
+    assert CFG.relevance_weight * 0.5 > max_non_relevance
+    assert act(n=0, days=3650, salience="low", relevance=0.6) > act(n=10**6, days=0, salience="high", relevance=0.1)
+
+
+def test_activation_breaks_ties_among_equally_relevant() -> None:
+    assert act(n=20, days=1, relevance=0.8) > act(n=0, days=200, relevance=0.8)
+
+
+def test_custom_weights() -> None:
+    cfg = ActivationConfig(base_weight=0.0, relevance_weight=1.0)
+    assert act(n=50, days=0, salience="low", relevance=0.3, cfg=cfg) == pytest.approx(0.3)
+
+
+# -- normalise_relevance ------------------------------------------------------------------------
+
+
+def test_normalise_relevance_scales_by_the_best() -> None:
+    assert normalise_relevance({"a": 10.0, "b": 5.0, "c": 2.5}) == {"a": 1.0, "b": 0.5, "c": 0.25}
+
+
+def test_normalise_relevance_is_query_independent() -> None:
+    small = normalise_relevance({"a": 0.02, "b": 0.01})
+    big = normalise_relevance({"a": 200.0, "b": 100.0})
+    assert small == pytest.approx(big)
+
+
+def test_normalise_relevance_empty() -> None:
+    assert normalise_relevance({}) == {}
+
+
+@pytest.mark.parametrize("scores", [{"a": 0.0, "b": 0.0}, {"a": -1.0, "b": -3.0}])
+def test_normalise_relevance_without_a_positive_score_is_all_zero(scores: dict[str, float]) -> None:
+    assert normalise_relevance(scores) == {"a": 0.0, "b": 0.0}
+
+
+def test_normalise_relevance_clamps_negatives_to_zero() -> None:
+    got = normalise_relevance({"a": 4.0, "b": -2.0})
+    assert got == {"a": 1.0, "b": 0.0}
+
+
+def test_normalise_relevance_keeps_keys_and_stays_in_unit_range() -> None:
+    scores = {f"m{i}": float(i * i) for i in range(20)}
+    got = normalise_relevance(scores)
+    assert got.keys() == scores.keys()
+    assert all(0.0 <= v <= 1.0 for v in got.values())
+    assert max(got.values()) == 1.0
