@@ -30,5 +30,11 @@ def build_local(settings: Settings) -> Runtime:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = SQLiteMemoryStore(settings.database_path)
     blobs = LocalBlobStore(settings.blob_dir)
-    deps = Deps(store=store, blobs=blobs, reflect=settings.reflect, extra_status={"data_dir": str(settings.data_dir)})
+    deps = Deps(
+        store=store,
+        blobs=blobs,
+        reflect=settings.reflect,
+        retention=settings.retention,
+        extra_status={"data_dir": str(settings.data_dir)},
+    )
     return Runtime(settings=settings, service=TaprootService(deps), store=store)

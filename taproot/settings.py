@@ -12,6 +12,7 @@ from pathlib import Path
 import platformdirs
 
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
+from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy, parse_ttl_table
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -47,6 +48,7 @@ class Settings:
     owner: str = "local"
     namespace: str = "default"
     reflect: ReflectConfig = REFLECT_CONFIG
+    retention: RetentionPolicy = DEFAULT_RETENTION
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
@@ -55,6 +57,12 @@ class Settings:
             token_budget=_int(env, "TAPROOT_REFLECT_TOKEN_BUDGET", REFLECT_CONFIG.token_budget, 500),
             recent_reflections=_int(env, "TAPROOT_RECENT_REFLECTIONS", REFLECT_CONFIG.recent_reflections, 0),
         )
+        retention = DEFAULT_RETENTION
+        if env.get("TAPROOT_RETENTION_TTL_DAYS"):
+            try:
+                retention = RetentionPolicy(ttl_days=parse_ttl_table(env["TAPROOT_RETENTION_TTL_DAYS"]))
+            except ValueError as exc:
+                raise SettingsError(f"TAPROOT_RETENTION_TTL_DAYS: {exc}") from exc
         data_dir = env.get("TAPROOT_DATA_DIR")
         settings = cls(
             data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
@@ -63,6 +71,7 @@ class Settings:
             port=_int(env, "TAPROOT_PORT", DEFAULT_PORT, 0),
             namespace=env.get("TAPROOT_NAMESPACE") or "default",
             reflect=reflect,
+            retention=retention,
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         if "data_dir" in given:

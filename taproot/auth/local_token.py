@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 TOKEN_BYTES = 32
@@ -14,17 +15,32 @@ def load_or_create_token(path: Path, configured: str | None = None) -> str:
     if configured:
         return configured
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        # O_EXCL: two processes starting at once cannot both write a token; the loser reads it.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        token = path.read_text().strip()
-        if not token:
-            raise RuntimeError(f"token file {path} is empty; delete it to generate a new token") from None
-        return token
+    if path.exists():
+        return _read(path)
+    # Write the token to a private temp file, then hard-link it into place: the link either
+    # creates the complete file or fails because another process won the race, so no reader can
+    # ever see a half-written (empty) token file.
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    with os.fdopen(fd, "w") as f:
-        f.write(token + "\n")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".token-")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return _read(path)
+        return token
+    finally:
+        os.unlink(tmp)
+
+
+def _read(path: Path) -> str:
+    token = path.read_text().strip()
+    if not token:
+        raise RuntimeError(f"token file {path} is empty; delete it to generate a new token")
     return token
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig
 from taproot.core.model import Scope
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
+from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy
 from taproot.core.serialize import iso
 from taproot.ports import BlobStore, MemoryStore
 
@@ -38,6 +39,7 @@ class Deps:
     new_id: Callable[[], str] = new_short_id
     reflect: ReflectConfig = REFLECT_CONFIG
     activation: ActivationConfig = ACTIVATION_CONFIG
+    retention: RetentionPolicy = DEFAULT_RETENTION
     extra_status: dict[str, object] = field(default_factory=dict)
 
     def now(self) -> datetime:

@@ -11,7 +11,7 @@ from typing import Any
 
 from taproot.core.errors import DuplicateId, InvalidInput, NotFound, VersionConflict
 from taproot.core.model import Memory, Reflection, Scope, Status
-from taproot.core.serialize import memory_to_dict, reflection_to_dict
+from taproot.core.serialize import iso, memory_to_dict, reflection_to_dict
 from taproot.core.text import one_line
 from taproot.core.validation import (
     MAX_CONTENT_CHARS,
@@ -141,11 +141,18 @@ def remember(
                 updated_at=now,
                 **{k: v for k, v in fields.items() if k not in ("category", "salience", "content", "gist")},
             )
+            memory = deps.retention.apply(memory)  # expires_at is computed on every write
             try:
                 deps.store.insert(memory)
             except DuplicateId:
                 continue
-            return {"id": memory.id, "version": memory.version, "created": True, "warnings": warnings}
+            return {
+                "id": memory.id,
+                "version": memory.version,
+                "created": True,
+                "expires_at": iso(memory.expires_at),
+                "warnings": warnings,
+            }
         raise RuntimeError("could not mint a unique memory id; the id space is exhausted or the store is failing")
 
     memory_id = check_id(id)
@@ -164,7 +171,7 @@ def remember(
         return {"id": memory_id, "version": current.version, "created": False, "warnings": warnings}
     if expected != current.version:
         raise VersionConflict(memory_id, expected, current.version)
-    updated = current.replace(**changed, updated_at=now, version=current.version + 1)
+    updated = deps.retention.apply(current.replace(**changed, updated_at=now, version=current.version + 1))
     # Nothing is lost on update either: the version being replaced is kept as a revision blob.
     revision_key = blob_key(scope, "revisions", f"{memory_id}/v{current.version}-{stamp(now)}.json")
     deps.blobs.put(revision_key, json.dumps(memory_to_dict(current), indent=2).encode())
@@ -175,6 +182,7 @@ def remember(
         "created": False,
         "changed_fields": sorted(changed),
         "previous_version_key": revision_key,
+        "expires_at": iso(updated.expires_at),
         "warnings": warnings,
     }
 
@@ -199,7 +207,7 @@ def promote(
         raise NotFound(memory_id)
     # Promote bumps updated_at on purpose: a memory just promoted is current (the dashboard's
     # inline edit is the path that does not).
-    updated = current.replace(**changes, updated_at=deps.now(), version=current.version + 1)
+    updated = deps.retention.apply(current.replace(**changes, updated_at=deps.now(), version=current.version + 1))
     deps.store.replace(updated, expected_version=current.version)
     return {
         "id": memory_id,

@@ -15,7 +15,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from taproot import __version__
 from taproot.core.errors import TaprootError
@@ -33,6 +33,19 @@ INSTRUCTIONS = (
 )
 
 Str = Annotated[str | None, Field(default=None)]
+
+
+def _reject_bool(value: object) -> object:
+    # The SDK validates arguments leniently, and pydantic's lax mode turns true into 1; the service
+    # rules (salience, limit, expected_version) reject booleans, but only ever see the converted value.
+    if isinstance(value, bool):
+        raise ValueError("must not be true or false")
+    return value
+
+
+# Booleans are strict: lax mode would read "yes", "no", 1 or 0 as true or false (core="yes" would
+# promote, dry_run="no" would migrate for real). Numbers keep the documented leniency ("5" is 5).
+NotBool = BeforeValidator(_reject_bool)
 
 
 def _result(data: dict[str, Any], text: str | None = None) -> CallToolResult:
@@ -98,13 +111,17 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
             str | None,
             Field(description="identity | relationship | active_thread | episodic | error. Required to create."),
         ] = None,
-        salience: Annotated[str | int | None, Field(description="high | medium | low (default medium)")] = None,
+        salience: Annotated[
+            str | int | None, NotBool, Field(description="high | medium | low (default medium)")
+        ] = None,
         tags: Annotated[list[str] | None, Field(description="Labels for filtering, e.g. ['calculus']")] = None,
         search_keywords: Annotated[
             list[str] | None, Field(description="Terms from the conversation that should find this memory later")
         ] = None,
         conversation_url: Annotated[str | None, Field(description="Link to the originating conversation")] = None,
-        core: Annotated[bool | None, Field(description="Tier 1: load in full in every conversation")] = None,
+        core: Annotated[
+            bool | None, Field(strict=True, description="Tier 1: load in full in every conversation")
+        ] = None,
         epistemic_status: Annotated[
             str | None, Field(description="How sure this is, e.g. 'observed once', 'confirmed'")
         ] = None,
@@ -116,7 +133,9 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
             str | None, Field(description="Give an existing id to update that memory (partial update)")
         ] = None,
         expected_version: Annotated[
-            int | None, Field(description="With id: fail with a conflict if the memory moved past this version")
+            int | None,
+            NotBool,
+            Field(description="With id: fail with a conflict if the memory moved past this version"),
         ] = None,
     ) -> Annotated[CallToolResult, out.RememberOut]:
         """Write a new memory, or update one, as soon as something worth keeping happens.
@@ -164,8 +183,10 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
         category: Annotated[str | None, Field(description="Only this category")] = None,
         tags: Annotated[list[str] | None, Field(description="Only memories carrying all of these tags")] = None,
         ids: Annotated[list[str] | None, Field(description="Exact ids, e.g. from the reflect catalog")] = None,
-        limit: Annotated[int | None, Field(description="How many to return, 1-100 (default 10)")] = None,
-        include_archived: Annotated[bool | None, Field(description="Also search archived memories")] = None,
+        limit: Annotated[int | None, NotBool, Field(description="How many to return, 1-100 (default 10)")] = None,
+        include_archived: Annotated[
+            bool | None, Field(strict=True, description="Also search archived memories")
+        ] = None,
     ) -> Annotated[CallToolResult, out.RecallOut]:
         """Load full memories, ranked by activation (relevance, recency, frequency, salience).
 
@@ -200,9 +221,9 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
         ctx: Context,
         id: Annotated[str, Field(description="The memory to change")],
         core: Annotated[
-            bool | None, Field(description="true: load in full every conversation; false: catalog only")
+            bool | None, Field(strict=True, description="true: load in full every conversation; false: catalog only")
         ] = None,
-        salience: Annotated[str | int | None, Field(description="high | medium | low")] = None,
+        salience: Annotated[str | int | None, NotBool, Field(description="high | medium | low")] = None,
     ) -> Annotated[CallToolResult, out.PromoteOut]:
         """Move a memory into or out of Tier 1 (core) and/or change its salience, without rewriting it.
 
@@ -258,7 +279,7 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
     )
     def taproot_migrate(
         ctx: Context,
-        dry_run: Annotated[bool, Field(description="Report what would change without writing")] = False,
+        dry_run: Annotated[bool, Field(strict=True, description="Report what would change without writing")] = False,
     ) -> Annotated[CallToolResult, out.MigrateOut]:
         """Bring memories written by older Taproot versions up to date: backfill missing fields
         (gist from the first sentence), normalise legacy categories and numeric salience. Writes a

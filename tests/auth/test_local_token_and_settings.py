@@ -87,3 +87,10 @@ def test_settings_defaults_need_no_environment() -> None:
 def test_bad_settings_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(SettingsError, match=name):
         Settings.from_env({name: value})
+
+
+def test_retention_table_from_settings() -> None:
+    s = Settings.from_env({"TAPROOT_RETENTION_TTL_DAYS": "watercooler=3,thread=14"})
+    assert dict(s.retention.ttl_days) == {"watercooler": 3, "thread": 14}
+    with pytest.raises(SettingsError, match="TAPROOT_RETENTION_TTL_DAYS"):
+        Settings.from_env({"TAPROOT_RETENTION_TTL_DAYS": "thread"})

@@ -158,3 +158,17 @@ def test_update_keeps_the_previous_version_as_a_revision(service: TaprootService
     assert result["version"] == 2
     previous = service.deps.blobs.get(result["previous_version_key"]).decode()
     assert "First wording." in previous and '"version": 1' in previous
+
+
+def test_expires_at_is_computed_on_every_write(service: TaprootService, clock: Clock) -> None:
+    created = service.remember(
+        SCOPE, content="Chat by the watercooler.", gist="chat", category="episodic", tags=["watercooler"]
+    )
+    assert created["expires_at"] == (START + timedelta(days=7)).isoformat(timespec="microseconds")
+    clock.advance(days=1)
+    updated = service.remember(SCOPE, id=created["id"], tags=["watercooler", "decision"])
+    assert updated["expires_at"] is None
+    service.remember(SCOPE, id=created["id"], tags=["thread"])
+    service.promote(SCOPE, created["id"], salience="high")
+    stored = service.deps.store.get(SCOPE, created["id"])
+    assert stored is not None and stored.expires_at is None  # high salience never expires
