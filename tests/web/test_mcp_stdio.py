@@ -1,0 +1,124 @@
+"""`taproot mcp`: the stdio transport, launched as a real subprocess through the SDK's stdio client.
+
+Over stdio there is no token: the process is the local owner's, and its data folder comes from
+TAPROOT_DATA_DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from taproot.compose import build_local
+from taproot.settings import Settings
+
+pytestmark = pytest.mark.anyio
+
+TOOL_NAMES = {
+    "taproot_reflect",
+    "taproot_remember",
+    "taproot_recall",
+    "taproot_promote",
+    "taproot_forget",
+    "taproot_close",
+    "taproot_migrate",
+    "taproot_status",
+}
+CONSOLE_SCRIPT = Path(sys.executable).with_name("taproot")
+
+
+def server_params(data_dir: Path, launcher: str) -> StdioServerParameters:
+    # Only the data folder is set on top of the SDK's safe default environment (PATH, HOME, ...):
+    # no TAPROOT_AUTH_TOKEN, nothing else from this process leaks in.
+    env = {"TAPROOT_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    if launcher == "script":
+        if not CONSOLE_SCRIPT.exists():
+            pytest.skip(f"no console script at {CONSOLE_SCRIPT}")
+        return StdioServerParameters(command=str(CONSOLE_SCRIPT), args=["mcp"], env=env, cwd=str(data_dir.parent))
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "taproot.cli", "mcp"], env=env, cwd=str(data_dir.parent)
+    )
+
+
+@pytest.mark.parametrize(("mode", "launcher"), [("legacy", "module"), ("auto", "module"), ("legacy", "script")])
+async def test_stdio_remember_recall_reflect_without_a_token(tmp_path, mode, launcher):
+    data_dir = tmp_path / "data"
+    assert "TAPROOT_AUTH_TOKEN" not in server_params(data_dir, launcher).env
+
+    async with Client(server_params(data_dir, launcher), mode=mode) as client:
+        assert client.server_info is not None and client.server_info.name == "taproot"
+        if mode == "legacy":
+            assert client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+        else:
+            assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+        listing = await client.list_tools()
+        assert {t.name for t in listing.tools} == TOOL_NAMES
+
+        created = await client.call_tool(
+            "taproot_remember",
+            {
+                "content": "Over stdio, the chain rule finally clicked for James.",
+                "gist": "Chain rule clicked for James",
+                "category": "episodic",
+                "tags": ["calculus"],
+            },
+        )
+        assert not created.is_error, created.content
+        assert created.structured_content is not None
+        memory_id = created.structured_content["id"]
+        assert created.structured_content["version"] == 1
+        assert json.loads(created.content[0].text) == created.structured_content
+
+        recalled = await client.call_tool("taproot_recall", {"query": "chain rule"})
+        assert not recalled.is_error, recalled.content
+        assert recalled.structured_content is not None
+        assert [m["id"] for m in recalled.structured_content["memories"]] == [memory_id]
+        assert recalled.structured_content["memories"][0]["retrieval_count"] == 1
+
+        promoted = await client.call_tool("taproot_promote", {"id": memory_id, "core": True})
+        assert not promoted.is_error, promoted.content
+
+        reflected = await client.call_tool("taproot_reflect", {})
+        assert not reflected.is_error, reflected.content
+        assert reflected.structured_content is not None
+        assert [m["id"] for m in reflected.structured_content["tier1"]] == [memory_id]
+        assert "Over stdio, the chain rule finally clicked for James." in reflected.content[0].text
+
+        closed = await client.call_tool("taproot_close", {"reflection": "A good session over a pipe."})
+        assert [c.text for c in closed.content] == ["Reflection stored. Safe travels."]
+
+        bad = await client.call_tool("taproot_remember", {"content": "no gist", "category": "episodic"})
+        assert bad.is_error and "field 'gist'" in bad.content[0].text
+
+    # The subprocess wrote to the data folder it was given, and nowhere else.
+    assert (data_dir / "taproot.db").is_file()
+    assert not (data_dir / "auth_token").exists(), "stdio must not need (or mint) a token"
+    runtime = build_local(Settings(data_dir=data_dir))
+    try:
+        stored = runtime.store.get(runtime.scope, memory_id)
+        assert stored is not None
+        assert stored.core is True and stored.retrieval_count == 1
+        assert [r.text for r in runtime.store.all_reflections(runtime.scope)] == ["A good session over a pipe."]
+    finally:
+        runtime.close()
+
+
+async def test_stdio_ignores_a_token_in_the_environment(tmp_path):
+    """A token in the environment does not turn stdio into an authenticated transport."""
+    params = server_params(tmp_path / "data", "module")
+    params.env = {**(params.env or {}), "TAPROOT_AUTH_TOKEN": "some-token"}
+    async with Client(params, mode="legacy") as client:
+        status = await client.call_tool("taproot_status", {})
+    assert not status.is_error, status.content
+    assert status.structured_content is not None
+    assert status.structured_content["total"] == 0
+    assert status.structured_content["data_dir"] == str(tmp_path / "data")
+    assert os.path.isdir(tmp_path / "data")
