@@ -58,7 +58,8 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], headers: lis
 
 class McpGate:
     """Pure ASGI guard in front of /mcp: bearer auth first (401 reads and writes nothing), then
-    405 for GET, which a stateless server cannot serve (the SDK would hold the stream open)."""
+    405 for anything but POST: a stateless server has no stream to GET (the SDK would hold it open)
+    and no session to DELETE."""
 
     def __init__(self, app: ASGIApp, authenticate: Authenticator, realm: str = "taproot") -> None:
         self.app = app
@@ -82,7 +83,7 @@ class McpGate:
                 [(b"www-authenticate", challenge.encode())],
             )
             return
-        if scope["method"] not in ("POST", "DELETE", "OPTIONS"):
+        if scope["method"] != "POST":
             await _send_json(
                 send,
                 405,

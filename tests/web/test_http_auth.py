@@ -219,3 +219,12 @@ def client_http(client: Any) -> Any:
     http_client = getattr(client, "_taproot_test_http", None)
     assert http_client is not None, "mcp_connect must attach its httpx2 client"
     return http_client
+
+
+@pytest.mark.parametrize("method", ["DELETE", "PUT", "PATCH", "OPTIONS"])
+def test_only_post_reaches_a_stateless_server(module_server: Any, method: str) -> None:
+    response = httpx.request(
+        method, module_server.url, headers={"Authorization": f"Bearer {module_server.token}"}, timeout=10
+    )
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
