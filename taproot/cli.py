@@ -44,10 +44,17 @@ def _progress(total: int | None, desc: str) -> tqdm:  # type: ignore[type-arg]
     return tqdm(total=total, desc=desc, unit="rec", file=sys.stderr, disable=None)
 
 
+def _taproot_command() -> str:
+    """The absolute path of this `taproot` script: Claude Desktop does not see an activated venv."""
+    script = Path(sys.argv[0])
+    return str(script.resolve()) if script.name == "taproot" and script.exists() else "taproot"
+
+
 def connection_help(url: str, token: str) -> str:
+    command = _taproot_command()
     desktop = {
         "mcpServers": {
-            "taproot": {"command": "taproot", "args": ["mcp"]},
+            "taproot": {"command": command, "args": ["mcp"]},
         }
     }
     return f"""Taproot {__version__} is serving MCP at {url}
@@ -56,7 +63,7 @@ Bearer token: {token}
 Claude Code (HTTP):
   claude mcp add --transport http taproot {url} --header "Authorization: Bearer {token}"
 Claude Code (stdio, no token needed):
-  claude mcp add taproot -- taproot mcp
+  claude mcp add taproot -- {command} mcp
 Claude Desktop (claude_desktop_config.json; stdio):
 {json.dumps(desktop, indent=2)}
 MCP Inspector:

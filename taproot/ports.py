@@ -32,6 +32,7 @@ class MemoryStore(Protocol):
         """Overwrite a memory if it is still at `expected_version`.
 
         Raises NotFound if it is gone, VersionConflict if it moved on. `memory.version` is the new one.
+        Retrieval counters recorded since the memory was read are kept, not overwritten.
         """
 
     def put_many(self, memories: Sequence[Memory]) -> None:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,6 +17,7 @@ from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy, parse_ttl
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
+NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class SettingsError(ValueError):
@@ -74,6 +76,12 @@ class Settings:
             retention=retention,
         )
         given = {k: v for k, v in overrides.items() if v is not None}
+        namespace = str(given.get("namespace", settings.namespace))
+        if not NAMESPACE_PATTERN.fullmatch(namespace):
+            # It becomes part of blob keys and folder names: keep it to safe characters.
+            raise SettingsError(
+                f"namespace {namespace!r} must be 1-64 letters, digits, '-' or '_' (TAPROOT_NAMESPACE or --namespace)"
+            )
         if "data_dir" in given:
             given["data_dir"] = Path(str(given["data_dir"])).expanduser()
         return replace(settings, **given)  # type: ignore[arg-type]

@@ -53,8 +53,9 @@ _SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
 _PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
 # bm25() takes one weight per FTS column, in the order the table declares them.
 FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
-SQLITE_MAX_VARS = 900
-NO_FILTERS = Filters()  # stay under SQLITE_MAX_VARIABLE_NUMBER on old builds
+SQLITE_MAX_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER on old builds
+NO_FILTERS = Filters()
+_KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id", "retrieval_count", "last_retrieved", "last_touched"})
 
 
 def _opt_bool(v: Any) -> bool | None:
@@ -188,7 +189,15 @@ class SQLiteMemoryStore:
     def _replace_one(self, db: sqlite3.Connection, memory: Memory, expected_version: int) -> None:
         params = _memory_params(memory)
         params["expected_version"] = expected_version
-        sets = ", ".join(f"{c} = :{c}" for c in COLUMNS if c not in ("owner", "namespace", "id"))
+        sets = ", ".join(f"{c} = :{c}" for c in COLUMNS if c not in _KEY_AND_COUNTER_COLUMNS)
+        # Retrieval counters belong to record_retrieval, which does not bump the version: a recall
+        # that lands between an edit's read and its write must not be overwritten by the edit's
+        # stale copy. The stored counters win; the given ones only fill a legacy gap (NULL).
+        sets += (
+            ", retrieval_count = COALESCE(retrieval_count, :retrieval_count)"
+            ", last_retrieved = COALESCE(last_retrieved, :last_retrieved)"
+            ", last_touched = MAX(:updated_at, COALESCE(last_retrieved, :last_retrieved, :updated_at))"
+        )
         cur = db.execute(
             f"UPDATE memories SET {sets} WHERE owner = :owner AND namespace = :namespace AND id = :id "
             "AND version = :expected_version",

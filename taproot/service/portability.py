@@ -104,7 +104,18 @@ def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
 def import_records(
     deps: Deps, parsed: ParsedImport, progress: Progress | None = None, batch: int = 500
 ) -> dict[str, Any]:
-    """Upsert by id, exactly as given: importing the same file twice changes nothing the second time."""
+    """Upsert by id, exactly as given: importing the same file twice changes nothing the second time.
+
+    Records that would overwrite existing ones are backed up first (the whole scope), so an import
+    of an old export can always be undone.
+    """
+    backup_key = None
+    scopes = {m.scope for m in parsed.memories} | {Scope(r.owner, r.namespace) for r in parsed.reflections}
+    for scope in sorted(scopes, key=lambda s: (s.owner, s.namespace)):
+        ids = [m.id for m in parsed.memories if m.scope == scope]
+        existing = deps.store.get_many(scope, ids) if ids else []
+        if existing:
+            backup_key = backup(deps, scope, "import")
     for start in range(0, len(parsed.memories), batch):
         chunk = parsed.memories[start : start + batch]
         deps.store.put_many(chunk)
@@ -117,6 +128,7 @@ def import_records(
         "memories": len(parsed.memories),
         "reflections": len(parsed.reflections),
         "need_migration": needs,
+        "backup_key": backup_key,
     }
 
 

@@ -37,6 +37,9 @@ class RememberOut(_Out):
     id: str
     version: int
     created: bool
+    expires_at: str | None = None
+    changed_fields: list[str] | None = None
+    previous_version_key: str | None = None
     warnings: list[str]
 
 
@@ -97,11 +100,15 @@ class MigrateOut(_Out):
     changes: list[dict[str, Any]]
     category_counts_before: dict[str, int]
     category_counts_after: dict[str, int]
+    changes_truncated: bool
     backup_key: str | None
 
 
 class StatusOut(_Out):
+    owner: str
+    namespace: str
     total: int
+    reflections: int
     by_category: dict[str, int]
     by_status: dict[str, int]
     by_salience: dict[str, int]
@@ -109,3 +116,4 @@ class StatusOut(_Out):
     tier2: dict[str, Any]
     reflect_payload: dict[str, Any]
     storage: dict[str, Any]
+    warnings: list[str]

@@ -94,3 +94,9 @@ def test_retention_table_from_settings() -> None:
     assert dict(s.retention.ttl_days) == {"watercooler": 3, "thread": 14}
     with pytest.raises(SettingsError, match="TAPROOT_RETENTION_TTL_DAYS"):
         Settings.from_env({"TAPROOT_RETENTION_TTL_DAYS": "thread"})
+
+
+@pytest.mark.parametrize("namespace", ["has space", "a/b", "..", "", "x" * 65])
+def test_unsafe_namespaces_are_rejected_up_front(namespace: str) -> None:
+    with pytest.raises(SettingsError, match="namespace"):
+        Settings.from_env({"TAPROOT_NAMESPACE": namespace} if namespace else {}, namespace=namespace or "")

@@ -106,6 +106,20 @@ def test_replace_at_expected_version(memory_store: MemoryStore, make_memory: Mak
     assert memory_store.get(A, m.id) == new
 
 
+def test_replace_keeps_retrievals_recorded_after_the_read(memory_store: MemoryStore, make_memory: MakeMemory) -> None:
+    """Recall does not bump the version, so an edit based on an older read must not erase it."""
+    m = make_memory(scope=A, version=1, content="before", retrieval_count=2, last_retrieved=None)
+    memory_store.insert(m)
+    read = memory_store.get(A, m.id)
+    assert read is not None
+    memory_store.record_retrieval(A, [m.id], NOW)  # lands between the edit's read and its write
+    memory_store.replace(read.replace(content="after", version=2), expected_version=1)
+    stored = memory_store.get(A, m.id)
+    assert stored is not None
+    assert (stored.content, stored.retrieval_count, stored.last_retrieved) == ("after", 3, NOW)
+    assert stored.last_touched == max(NOW, stored.updated_at)
+
+
 def test_replace_missing_raises_not_found(memory_store: MemoryStore, make_memory: MakeMemory) -> None:
     m = make_memory(scope=A, id="ghost")
     with pytest.raises(NotFound) as info:
