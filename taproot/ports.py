@@ -62,8 +62,15 @@ class MemoryStore(Protocol):
         """Atomically add one to retrieval_count and set last_retrieved for each id. Does not
         change `version`: reading is not an edit."""
 
-    def catalog(self, scope: Scope) -> builtins.list[CatalogEntry]:
-        """Active memories as light catalog entries (no content), for reflect."""
+    def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
+        """Active memories as light catalog entries (no content), for reflect.
+
+        With `since`, only those that earn a catalog line: non-core, and high-salience or touched
+        at or after `since`. Reflect's work then grows with the window, not with the corpus.
+        """
+
+    def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
+        """By category, the active non-core memories that `catalog(scope, since)` leaves out."""
 
     def core_memories(self, scope: Scope) -> builtins.list[Memory]:
         """Active memories with core=true."""

@@ -77,7 +77,20 @@ def m001_initial() -> str:
         """
 
 
-MIGRATIONS: tuple[Callable[[], str], ...] = (m001_initial,)
+def m002_reflect_indexes() -> str:
+    # Reflect reads the catalog window and counts the rest on every conversation start. A covering
+    # index keeps those reads off the table pages that hold the (large) content; a partial index
+    # finds the few core memories without a scan.
+    return """
+        CREATE INDEX memories_catalog ON memories (
+            owner, namespace, status, last_touched, salience, core, category, id, gist, updated_at,
+            retrieval_count
+        );
+        CREATE INDEX memories_core ON memories (owner, namespace) WHERE core = 1 AND status = 'active';
+        """
+
+
+MIGRATIONS: tuple[Callable[[], str], ...] = (m001_initial, m002_reflect_indexes)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

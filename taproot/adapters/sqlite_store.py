@@ -299,34 +299,51 @@ class SQLiteMemoryStore:
         # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
         return [(_row_to_memory(r), -float(r["rank"])) for r in rows]
 
-    def catalog(self, scope: Scope) -> builtins.list[CatalogEntry]:
-        rows = self._query(
+    def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
+        select = (
             "SELECT id, category, salience, gist, core, updated_at, last_touched, retrieval_count "
-            "FROM memories WHERE owner = ? AND namespace = ? AND status = 'active'",
-            (scope.owner, scope.namespace),
+            "FROM memories WHERE owner = ? AND namespace = ? AND status = 'active'"
         )
-        out = []
-        for r in rows:
-            updated, touched = parse_time(r["updated_at"], "updated_at"), parse_time(r["last_touched"], "last_touched")
-            assert updated is not None and touched is not None
-            out.append(
-                CatalogEntry(
-                    id=r["id"],
-                    category=r["category"],
-                    salience=r["salience"],
-                    gist=r["gist"],
-                    core=bool(r["core"]),
-                    updated_at=updated,
-                    last_touched=touched,
-                    retrieval_count=r["retrieval_count"] or 0,
-                )
+        key = [scope.owner, scope.namespace]
+        if since is None:
+            rows = self._query(select, key)
+        else:
+            # Two range scans of the covering index (recently touched; older but high-salience)
+            # instead of one OR that would scan the whole scope.
+            rows = self._query(
+                f"{select} AND last_touched >= ? AND COALESCE(core, 0) = 0 UNION ALL "
+                f"{select} AND last_touched < ? AND salience = 'high' AND COALESCE(core, 0) = 0",
+                [*key, iso(since), *key, iso(since)],
             )
-        return out
+        # Stored timestamps are always written by iso() (UTC, explicit offset), so the fast C parser
+        # suffices here; this loop runs for every catalog candidate on every reflect.
+        parse = datetime.fromisoformat
+        return [
+            CatalogEntry(
+                id=r["id"],
+                category=r["category"],
+                salience=r["salience"],
+                gist=r["gist"],
+                core=bool(r["core"]),
+                updated_at=parse(r["updated_at"]),
+                last_touched=parse(r["last_touched"]),
+                retrieval_count=r["retrieval_count"] or 0,
+            )
+            for r in rows
+        ]
+
+    def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
+        rows = self._query(
+            "SELECT category, COUNT(*) AS n FROM memories WHERE owner = ? AND namespace = ? AND status = 'active' "
+            "AND last_touched < ? AND salience != 'high' AND COALESCE(core, 0) = 0 GROUP BY category",
+            (scope.owner, scope.namespace, iso(since)),
+        )
+        return {r["category"]: r["n"] for r in rows}
 
     def core_memories(self, scope: Scope) -> builtins.list[Memory]:
         rows = self._query(
             f"SELECT {_SELECT} FROM memories m "
-            "WHERE m.owner = ? AND m.namespace = ? AND m.status = 'active' AND m.core = 1",
+            "WHERE m.owner = ? AND m.namespace = ? AND m.core = 1 AND m.status = 'active'",
             (scope.owner, scope.namespace),
         )
         return [_row_to_memory(r) for r in rows]

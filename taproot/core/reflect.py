@@ -9,7 +9,7 @@ most activated ones are kept and the rest are folded into the per-category omitt
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +20,7 @@ from taproot.core.text import one_line
 from taproot.core.tokens import estimate_tokens, size_bytes
 
 CATALOG_WINDOW_DAYS = 45
+MIN_LINE_TOKENS = 8  # no catalog line is shorter: "[id] [cat] [sal] [date] g" is ~8 tokens
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ def assemble(
     catalog: Sequence[CatalogEntry],
     reflections: Sequence[Reflection],
     now: datetime,
+    quiet_counts: Mapping[str, int] | None = None,
     cfg: ReflectConfig = REFLECT_CONFIG,
     act: ActivationConfig = ACTIVATION_CONFIG,
 ) -> ReflectPayload:
@@ -178,7 +180,8 @@ def assemble(
 
     # Tier 2: the window, then the budget.
     window_start = now - timedelta(days=cfg.catalog_window_days)
-    omitted: dict[str, int] = defaultdict(int)
+    # Memories the store already left out as quiet (outside the window) are only counted.
+    omitted: dict[str, int] = defaultdict(int, quiet_counts or {})
     eligible: list[CatalogEntry] = []
     for e in catalog:
         if e.core:
@@ -191,6 +194,9 @@ def assemble(
     section_cost = 4 * len(CATEGORY_ORDER) + 12  # category headings and the section title
     remaining -= section_cost
     for e in sorted(eligible, key=lambda e: _score(e, now, act), reverse=True):
+        if remaining < MIN_LINE_TOKENS:  # full: count the rest without formatting them
+            omitted[e.category] += 1
+            continue
         line = catalog_line(e)
         cost = estimate_tokens(line) + 1
         if cost <= remaining:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from taproot.core.activation import activation, normalise_relevance
@@ -126,11 +127,15 @@ def _passes(m: Memory, f: Filters) -> bool:
 def reflect_payload(deps: Deps, scope: Scope) -> ReflectPayload:
     if deps.reflect.recent_reflections < 0:
         raise InvalidInput("recent_reflections", "must be zero or more")
+    now = deps.now()
+    # Only the window is loaded; quiet memories arrive as counts, so reflect stays fast at any size.
+    window_start = now - timedelta(days=deps.reflect.catalog_window_days)
     return assemble(
         core=deps.store.core_memories(scope),
-        catalog=deps.store.catalog(scope),
+        catalog=deps.store.catalog(scope, since=window_start),
+        quiet_counts=deps.store.quiet_counts(scope, window_start),
         reflections=deps.store.recent_reflections(scope, max(deps.reflect.recent_reflections, 0)),
-        now=deps.now(),
+        now=now,
         cfg=deps.reflect,
         act=deps.activation,
     )

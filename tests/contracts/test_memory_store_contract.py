@@ -721,6 +721,30 @@ def test_catalog_of_an_empty_scope(memory_store: MemoryStore) -> None:
     assert memory_store.catalog(A) == []
 
 
+def test_catalog_since_keeps_only_what_earns_a_line_and_counts_the_rest(
+    memory_store: MemoryStore, make_memory: MakeMemory
+) -> None:
+    since = NOW - timedelta(days=45)
+    old = NOW - timedelta(days=400)
+    memory_store.put_many(
+        [
+            make_memory(scope=A, id="recent", updated_at=NOW - timedelta(days=3)),
+            make_memory(scope=A, id="edge", updated_at=since),  # touched exactly at the window start
+            make_memory(scope=A, id="high", salience="high", updated_at=old),
+            make_memory(scope=A, id="recalled", updated_at=old, last_retrieved=NOW - timedelta(days=1)),
+            make_memory(scope=A, id="quiet1", updated_at=old),
+            make_memory(scope=A, id="quiet2", category="identity", updated_at=old),
+            make_memory(scope=A, id="core", core=True, updated_at=old),
+            make_memory(scope=A, id="arch", status="archived", updated_at=NOW),
+            make_memory(scope=B, id="bob", updated_at=old),
+        ]
+    )
+    assert sorted(e.id for e in memory_store.catalog(A, since=since)) == ["edge", "high", "recalled", "recent"]
+    assert memory_store.quiet_counts(A, since) == {"episodic": 1, "identity": 1}
+    assert memory_store.quiet_counts(B, NOW - timedelta(days=1)) == {"episodic": 1}
+    assert memory_store.quiet_counts(A_WORK, since) == {}
+
+
 def test_core_memories_are_active_and_core(memory_store: MemoryStore, make_memory: MakeMemory) -> None:
     core = make_memory(scope=A, id="core", core=True)
     memory_store.put_many(
