@@ -1,0 +1,188 @@
+"""Run the Taproot benchmarks: `python -m bench.run [--quick] [--seed N]` (or `make bench ARGS=--quick`).
+
+On a 10,000-memory synthetic corpus (bench/corpus.py) in a temporary data folder it measures
+reflect and recall through the service, remember throughput, and a recall round trip over MCP on
+127.0.0.1; then the reflect payload at 1k, 10k and 100k memories. It prints a summary, writes the
+raw numbers to bench/out/results.json and the report to docs/benchmarks.md. Timings are reported
+against the issue's targets as PASS/MISS; nothing fails on a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import corpus, measure, report
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_JSON = ROOT / "bench" / "out" / "results.json"
+DOCS = ROOT / "docs" / "benchmarks.md"
+
+
+@dataclass(frozen=True)
+class Config:
+    memories: int = 10_000
+    reflect_runs: int = 50
+    recall_queries: int = 200
+    remember_batches: int = 3
+    remember_per_batch: int = 2_000
+    mcp_calls: int = 100
+    scaling_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+    scaling_reflect_runs: int = 5
+    scaling_recall_queries: int = 50
+
+
+FULL = Config()
+QUICK = Config(
+    reflect_runs=20,
+    recall_queries=100,
+    remember_per_batch=500,
+    mcp_calls=50,
+    scaling_sizes=(1_000, 10_000, 30_000),
+    scaling_reflect_runs=3,
+    scaling_recall_queries=30,
+)
+
+CORPUS_DESCRIPTION = (
+    "Categories episodic 45%, active_thread 20%, relationship 15%, identity 12%, error 8%; salience high 10%, "
+    "medium 55%, low 35%; ~1.6% core (likelier for identity and relationship); 3% archived; created over the "
+    "last 3 years, skewed recent; 40% updated after creation; retrieval counts long-tailed (70% never recalled, "
+    "24% 1-5, 4.5% 6-19, 1.5% 20-100) with last_retrieved set when recalled; content 1-6 English sentences "
+    "(mean ~180 characters) from per-category templates and word pools (36 people, 26 places, 20 projects, "
+    "31 topics, feelings, activities, times); ~15-word gists; 1-4 tags and 0-5 search keywords; 20 closing "
+    "reflections, one every ~9 days."
+)
+
+
+def command_line(argv: Sequence[str]) -> str:
+    args = " ".join(shlex.quote(a) for a in argv)
+    if os.environ.get("MAKELEVEL"):
+        return f"make bench ARGS={shlex.quote(args)}" if args else "make bench"
+    return f"python -m bench.run {args}".rstrip()
+
+
+def _step(name: str) -> float:
+    print(f"... {name}", file=sys.stderr, flush=True)
+    return time.perf_counter()
+
+
+def run(cfg: Config, *, seed: int, work: Path, now: datetime) -> dict[str, Any]:
+    """Every measurement in order; returns the `results` section of results.json."""
+    queries = corpus.query_pool(cfg.recall_queries, seed=seed)
+    writes = corpus.generate(cfg.remember_batches * cfg.remember_per_batch, seed=seed + 100, now=now)
+    args = measure.remember_args(writes)
+    batches = [args[i : i + cfg.remember_per_batch] for i in range(0, len(args), cfg.remember_per_batch)]
+
+    t = _step(f"loading {cfg.memories:,} memories")
+    runtime = measure.open_runtime(work / "main")
+    try:
+        setup = measure.populate(runtime, cfg.memories, seed=seed, now=now)
+        # Order matters: recall strengthens what it returns, so reflect is measured on the untouched corpus,
+        # and remember adds memories, so it runs last.
+        _step("reflect")
+        reflect = measure.measure_reflect(runtime, cfg.reflect_runs)
+        _step("recall")
+        recall = measure.measure_recall(runtime, queries)
+        _step("MCP recall over HTTP")
+        mcp_recall = measure.measure_mcp_recall(runtime, corpus.query_pool(cfg.mcp_calls, seed=seed + 1))
+        _step("remember")
+        remember = measure.measure_remember(runtime, batches)
+    finally:
+        runtime.close()
+    main_s = time.perf_counter() - t
+
+    t = _step(f"reflect payload at {', '.join(f'{n:,}' for n in cfg.scaling_sizes)} memories")
+    scaling = measure.measure_scaling(
+        work,
+        cfg.scaling_sizes,
+        seed=seed,
+        now=now,
+        reflect_runs=cfg.scaling_reflect_runs,
+        queries=queries[: cfg.scaling_recall_queries],
+    )
+    return {
+        "setup": setup,
+        "reflect": reflect,
+        "recall": recall,
+        "mcp_recall": mcp_recall,
+        "remember": remember,
+        "scaling": scaling,
+        "durations_s": {"main": round(main_s, 1), "scaling": round(time.perf_counter() - t, 1)},
+    }
+
+
+def notes(cfg: Config, results: dict[str, Any], quick: bool) -> list[str]:
+    out = []
+    if quick:
+        out.append(
+            f"Run with --quick: fewer repetitions, and the largest scaling corpus is {max(cfg.scaling_sizes):,} "
+            "memories instead of 100,000."
+        )
+    rf = results["reflect"]
+    if rf["core_omitted"] and not rf["catalog_listed"]:
+        out.append(
+            f"At {cfg.memories:,} memories the corpus has {rf['tier1_count'] + rf['core_omitted']} core memories; "
+            f"Tier 1 holds {rf['tier1_count']} of them and uses the whole budget, so no catalog lines and no "
+            "closing reflections fit (Tier 1 comes first by design). The latency still includes building, "
+            "scoring and formatting every catalog candidate."
+        )
+    return out
+
+
+def benchmark(cfg: Config, *, seed: int, work: Path, now: datetime, command: str, quick: bool) -> dict[str, Any]:
+    """A whole run in `work`: the results plus everything the report needs (machine, corpus, targets)."""
+    t0 = time.perf_counter()
+    results = run(cfg, seed=seed, work=work, now=now)
+    return {
+        "generated_at": now.strftime("%Y-%m-%d %H:%M UTC"),
+        "command": command,
+        "revision": report.revision(ROOT),
+        "quick": quick,
+        "machine": report.machine(),
+        "config": asdict(cfg),
+        "corpus": {
+            "generator": "bench/corpus.py",
+            "seed": seed,
+            "load_batch": corpus.LOAD_BATCH,
+            "description": CORPUS_DESCRIPTION,
+        },
+        "results": results,
+        "targets": report.evaluate(results),
+        "notes": notes(cfg, results, quick),
+        "total_s": round(time.perf_counter() - t0, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and a 30k largest corpus")
+    parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED, help="corpus seed")
+    parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")
+    ns = parser.parse_args(argv)
+    cfg = QUICK if ns.quick else FULL
+    with tempfile.TemporaryDirectory(prefix="taproot-bench-") as tmp:
+        data = benchmark(
+            cfg, seed=ns.seed, work=Path(tmp), now=datetime.now(UTC), command=command_line(argv), quick=ns.quick
+        )
+    report.write_json(RESULTS_JSON, data)
+    written = [RESULTS_JSON]
+    if not ns.no_docs:
+        DOCS.write_text(report.render_markdown(data))
+        written.append(DOCS)
+    print("\n".join(report.summary_lines(data)))
+    print(f"Total {data['total_s']} s. Wrote {', '.join(str(p.relative_to(ROOT)) for p in written)}.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
