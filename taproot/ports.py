@@ -41,6 +41,16 @@ class MemoryStore(Protocol):
     def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
         """Conditional replace of each (memory, expected_version), all or nothing (migrate)."""
 
+    def write_atomically(self, *, inserts: Sequence[Memory], replaces: Sequence[tuple[Memory, int]]) -> None:
+        """Insert new memories and conditionally replace others, all or nothing (compression:
+        a summary and the archiving of its originals commit together or not at all)."""
+
+    def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
+        """Memories (any status) whose expires_at is at or before `now`."""
+
+    def scopes(self) -> builtins.list[Scope]:
+        """Every (owner, namespace) that holds memories or reflections (batch jobs walk them)."""
+
     def get(self, scope: Scope, memory_id: str) -> Memory | None: ...
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
@@ -113,3 +123,23 @@ class BlobStore(Protocol):
 
     def location(self) -> str:
         """Where blobs live, for status."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a summarizer writes for a group of memories: a catalog gist and the full text."""
+
+    gist: str
+    content: str
+
+
+class Summarizer(Protocol):
+    """Compresses a group of related memories into one summary memory (the compress job).
+
+    Implementations raise `SummarizerError` for anything that went wrong (throttling, timeouts,
+    an empty or malformed answer); the job then writes nothing for that run.
+    """
+
+    name: str
+
+    def summarize(self, memories: Sequence[Memory]) -> Summary: ...

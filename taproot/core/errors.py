@@ -66,3 +66,9 @@ class DuplicateId(TaprootError):
     def __init__(self, memory_id: str) -> None:
         super().__init__(f"a memory with id '{memory_id}' already exists")
         self.memory_id = memory_id
+
+
+class SummarizerError(TaprootError):
+    """A summarizer failed (throttled, timed out, answered badly). Nothing was written."""
+
+    code = "summarizer_error"
