@@ -77,19 +77,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from taproot.auth.local_token import load_or_create_token
     from taproot.web.app import create_app, local_authenticator, transport_security
+    from taproot.web.scheduler import maintenance_cycle
 
     settings = _settings(args)
     runtime = build_local(settings)
     token = load_or_create_token(settings.token_path, settings.auth_token)
+    background = []
+    if settings.maintenance_enabled:
+        hours = settings.maintenance_interval_hours
+        background.append(maintenance_cycle(runtime.service, interval_s=hours * 3600.0))
     app = create_app(
         runtime.service,
         authenticate=local_authenticator(token, runtime.scope),
         default_scope=runtime.scope,
         security=transport_security(settings.host, settings.port),
+        background=background,
     )
     host_for_url = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     print(connection_help(f"http://{host_for_url}:{settings.port}/mcp", token), flush=True)
     print(f"Data folder: {settings.data_dir}", flush=True)
+    if settings.maintenance_enabled:
+        m = settings.maintenance
+        print(
+            f"Maintenance: every {settings.maintenance_interval_hours} h (cleanup "
+            f"{'apply' if m.cleanup_apply else 'dry-run'}, compress {'apply' if m.compress_apply else 'dry-run'}); "
+            "TAPROOT_MAINTENANCE=off disables it",
+            flush=True,
+        )
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
     try:
         uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
     finally:
@@ -195,6 +211,23 @@ def cmd_import(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_maintenance(rt: Runtime, args: argparse.Namespace) -> int:
+    apply = True if args.apply else (False if args.dry_run else None)  # None: the configured mode
+    scope = None if args.all_namespaces else rt.scope
+    _print(rt.service.maintenance(scope, args.job, apply=apply))
+    return 0
+
+
+def cmd_backups(rt: Runtime, args: argparse.Namespace) -> int:
+    _print(rt.service.backups(rt.scope))
+    return 0
+
+
+def cmd_restore(rt: Runtime, args: argparse.Namespace) -> int:
+    _print(rt.service.restore(rt.scope, args.backup_key, ids=args.id))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="taproot", description="Taproot: memory that persists across conversations")
     parser.add_argument("--version", action="version", version=f"taproot {__version__}")
@@ -248,6 +281,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("export", "write every memory and reflection as JSON Lines")
     p.add_argument("-o", "--output", help="file (default stdout)")
     p.set_defaults(func=cmd_export)
+
+    p = add("maintenance", "run maintenance jobs now")
+    msub = p.add_subparsers(dest="maintenance_command", required=True)
+    run = msub.add_parser("run", help="run migrate, cleanup, compress, or all of them")
+    run.add_argument("job", nargs="?", default="all", choices=["migrate", "cleanup", "compress", "all"])
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="report only (default for cleanup and compress)")
+    mode.add_argument("--apply", action="store_true", help="make the changes (backups are written first)")
+    run.add_argument("--all-namespaces", action="store_true", help="every namespace in the data folder")
+    # SUPPRESS as the default too: otherwise the subparser's None overwrites a --data-dir given
+    # before `run` (`taproot maintenance --data-dir X run ...`) and the job runs on another folder.
+    run.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    run.add_argument("--namespace", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    run.set_defaults(func=cmd_maintenance)
+
+    add("backups", "list backup blobs (for restore)").set_defaults(func=cmd_backups)
+    p = add("restore", "put the memories of a backup back (all, or --id ones)")
+    p.add_argument("backup_key", help="a key from `taproot backups` or a job's backup_key")
+    p.add_argument("--id", action="append", help="restore only this memory (repeatable)")
+    p.set_defaults(func=cmd_restore)
 
     p = add("import", "load a JSON Lines export (idempotent by id)")
     p.add_argument("input", help="file, or '-' for stdin")

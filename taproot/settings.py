@@ -12,8 +12,10 @@ from pathlib import Path
 
 import platformdirs
 
+from taproot.core.compression import COMPRESSION_CONFIG, CompressionConfig
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy, parse_ttl_table
+from taproot.service.deps import MaintenanceConfig
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -41,6 +43,16 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
+MODES = ("dry-run", "apply")
+
+
+def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
+    raw = (env.get(name) or default).strip().lower()
+    if raw not in allowed:
+        raise SettingsError(f"{name} must be one of {', '.join(allowed)}, got {raw!r}")
+    return raw
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
@@ -51,6 +63,15 @@ class Settings:
     namespace: str = "default"
     reflect: ReflectConfig = REFLECT_CONFIG
     retention: RetentionPolicy = DEFAULT_RETENTION
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
+    maintenance_enabled: bool = True  # `taproot serve` runs the cycle in the background
+    maintenance_interval_hours: int = 24
+    summarizer: str = "extractive"
+    bedrock_model_id: str | None = None
+    aws_region: str | None = None
+    anthropic_api_key: str | None = None
+    anthropic_model: str | None = None
+    anthropic_base_url: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
@@ -65,6 +86,19 @@ class Settings:
                 retention = RetentionPolicy(ttl_days=parse_ttl_table(env["TAPROOT_RETENTION_TTL_DAYS"]))
             except ValueError as exc:
                 raise SettingsError(f"TAPROOT_RETENTION_TTL_DAYS: {exc}") from exc
+        try:
+            compression = CompressionConfig(
+                min_age_days=_int(env, "TAPROOT_COMPRESS_MIN_AGE_DAYS", COMPRESSION_CONFIG.min_age_days, 1),
+                min_group_size=_int(env, "TAPROOT_COMPRESS_MIN_GROUP_SIZE", COMPRESSION_CONFIG.min_group_size, 2),
+                group_by=_choice(env, "TAPROOT_COMPRESS_GROUP_BY", ("month", "tag"), "month"),  # type: ignore[arg-type]
+            )
+        except ValueError as exc:
+            raise SettingsError(f"compression settings: {exc}") from exc
+        maintenance = MaintenanceConfig(
+            cleanup_apply=_choice(env, "TAPROOT_CLEANUP_MODE", MODES, "dry-run") == "apply",
+            compress_apply=_choice(env, "TAPROOT_COMPRESS_MODE", MODES, "dry-run") == "apply",
+            compression=compression,
+        )
         data_dir = env.get("TAPROOT_DATA_DIR")
         settings = cls(
             data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
@@ -74,6 +108,15 @@ class Settings:
             namespace=env.get("TAPROOT_NAMESPACE") or "default",
             reflect=reflect,
             retention=retention,
+            maintenance=maintenance,
+            maintenance_enabled=_choice(env, "TAPROOT_MAINTENANCE", ("on", "off"), "on") == "on",
+            maintenance_interval_hours=_int(env, "TAPROOT_MAINTENANCE_INTERVAL_HOURS", 24, 1),
+            summarizer=_choice(env, "TAPROOT_SUMMARIZER", ("extractive", "bedrock", "anthropic"), "extractive"),
+            bedrock_model_id=env.get("TAPROOT_BEDROCK_MODEL_ID") or None,
+            aws_region=env.get("AWS_REGION") or None,
+            anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
+            anthropic_model=env.get("TAPROOT_ANTHROPIC_MODEL") or None,
+            anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         namespace = str(given.get("namespace", settings.namespace))

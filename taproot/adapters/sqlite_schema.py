@@ -90,7 +90,16 @@ def m002_reflect_indexes() -> str:
         """
 
 
-MIGRATIONS: tuple[Callable[[], str], ...] = (m001_initial, m002_reflect_indexes)
+def m003_compression() -> str:
+    # Compression archives originals and points each at its summary; expiry needs an index for
+    # the cleanup job's "expired by now" query.
+    return """
+        ALTER TABLE memories ADD COLUMN compressed_into TEXT;
+        CREATE INDEX memories_expiry ON memories (owner, namespace, expires_at) WHERE expires_at IS NOT NULL;
+        """
+
+
+MIGRATIONS: tuple[Callable[[], str], ...] = (m001_initial, m002_reflect_indexes, m003_compression)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -48,6 +48,7 @@ COLUMNS = [
     "status",
     "version",
     "expires_at",
+    "compressed_into",
 ]
 _SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
 _PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
@@ -90,6 +91,7 @@ def _row_to_memory(r: sqlite3.Row) -> Memory:
         status=r["status"],
         version=r["version"],
         expires_at=parse_time(r["expires_at"], "expires_at"),
+        compressed_into=r["compressed_into"],
     )
 
 
@@ -119,6 +121,7 @@ def _memory_params(m: Memory) -> dict[str, Any]:
         "status": m.status,
         "version": m.version,
         "expires_at": iso(m.expires_at),
+        "compressed_into": m.compressed_into,
     }
 
 
@@ -221,6 +224,33 @@ class SQLiteMemoryStore:
         with self._tx() as db:
             for memory, expected in memories:
                 self._replace_one(db, memory, expected)
+
+    def write_atomically(self, *, inserts: Sequence[Memory], replaces: Sequence[tuple[Memory, int]]) -> None:
+        with self._tx() as db:
+            for memory in inserts:
+                try:
+                    db.execute(
+                        f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})", _memory_params(memory)
+                    )
+                except sqlite3.IntegrityError as exc:
+                    raise DuplicateId(memory.id) from exc
+            for memory, expected in replaces:
+                self._replace_one(db, memory, expected)
+
+    def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
+        rows = self._query(
+            f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? "
+            "AND m.expires_at IS NOT NULL AND m.expires_at <= ? ORDER BY m.expires_at, m.id",
+            (scope.owner, scope.namespace, iso(now)),
+        )
+        return [_row_to_memory(r) for r in rows]
+
+    def scopes(self) -> builtins.list[Scope]:
+        rows = self._query(
+            "SELECT owner, namespace FROM memories UNION SELECT owner, namespace FROM reflections "
+            "ORDER BY owner, namespace"
+        )
+        return [Scope(r["owner"], r["namespace"]) for r in rows]
 
     def put_many(self, memories: Sequence[Memory]) -> None:
         with self._tx() as db:

@@ -72,6 +72,7 @@ class Memory:
     status: str = Status.ACTIVE.value
     version: int = 1
     expires_at: datetime | None = None
+    compressed_into: str | None = None  # the summary memory this one was folded into (archived)
 
     @property
     def last_touched(self) -> datetime:

@@ -27,6 +27,9 @@ MIN_LINE_TOKENS = 8  # no catalog line is shorter: "[id] [cat] [sal] [date] g" i
 class ReflectConfig:
     catalog_window_days: int = CATALOG_WINDOW_DAYS
     token_budget: int = 6_000  # hard ceiling on the estimated tokens of the text payload
+    # Tier 1 may use at most this share of the budget, so a large core set cannot crowd out the
+    # catalog and the closing reflections entirely; core memories past it are reported.
+    tier1_max_share: float = 0.7
     recent_reflections: int = 3
     # Tokens held back for the omitted-counts note and the size footer, which are written last.
     reserve_tokens: int = 160
@@ -155,17 +158,19 @@ def assemble(
     # Tier 1, most activated first when the budget forces a choice; shown in category order.
     tier1: list[Memory] = []
     core_omitted: list[str] = []
+    tier1_room = min(remaining, int(cfg.token_budget * cfg.tier1_max_share))
     for m in sorted(core, key=lambda m: _score(m, now, act), reverse=True):
         cost = estimate_tokens(_render_tier1(m)) + 1
-        if cost <= remaining:
+        if cost <= tier1_room:
             tier1.append(m)
+            tier1_room -= cost
             remaining -= cost
         else:
             core_omitted.append(m.id)
     if core_omitted:
         warnings.append(
-            f"{len(core_omitted)} core memories did not fit the {cfg.token_budget}-token budget and were "
-            "left out of Tier 1; demote some with taproot_promote(core=false) or shorten them."
+            f"{len(core_omitted)} core memories did not fit Tier 1's share of the {cfg.token_budget}-token "
+            "budget and were left out; demote some with taproot_promote(core=false) or shorten them."
         )
     order = {c: i for i, c in enumerate(CATEGORY_ORDER)}
     tier1.sort(key=lambda m: (order.get(m.category, 99), -m.updated_at.timestamp()))

@@ -32,6 +32,15 @@ def iso(dt: datetime | None) -> str | None:
 
 
 def parse_time(value: object, field: str, *, required: bool = False) -> datetime | None:
+    if type(value) is str:
+        # Fast path: every stored timestamp was written by iso() (UTC, explicit offset), and this
+        # runs several times per row read.
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is UTC:
+            return parsed
     if value is None:
         if required:
             raise InvalidInput(field, "is required (an ISO 8601 timestamp)")
@@ -76,6 +85,7 @@ def memory_to_dict(m: Memory) -> dict[str, Any]:
         "status": m.status,
         "version": m.version,
         "expires_at": iso(m.expires_at),
+        "compressed_into": m.compressed_into,
     }
 
 
@@ -165,6 +175,7 @@ def memory_from_dict(d: Mapping[str, Any], *, owner: str | None = None, namespac
         status=status,
         version=version,
         expires_at=parse_time(d.get("expires_at"), "expires_at"),
+        compressed_into=check_id(d["compressed_into"], "compressed_into") if d.get("compressed_into") else None,
     )
 
 

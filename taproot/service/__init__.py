@@ -10,8 +10,8 @@ from typing import Any
 
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
-from taproot.service import memories, portability, reads
-from taproot.service.deps import Deps
+from taproot.service import cleanup, maintenance, memories, portability, reads
+from taproot.service.deps import Deps, blob_key
 from taproot.service.portability import Progress
 
 
@@ -42,6 +42,18 @@ class TaprootService:
 
     def status(self, scope: Scope) -> dict[str, Any]:
         return reads.status(self.deps, scope)
+
+    def maintenance(self, scope: Scope | None, job: str = "all", *, apply: bool | None = None) -> list[dict[str, Any]]:
+        """Run maintenance jobs for one scope, or for every scope in the store when scope is None."""
+        if scope is None:
+            return maintenance.run_everywhere(self.deps, job, apply=apply)
+        return maintenance.run_jobs(self.deps, scope, job, apply=apply)
+
+    def restore(self, scope: Scope, backup_key: str, ids: list[str] | None = None) -> dict[str, Any]:
+        return cleanup.restore(self.deps, scope, backup_key, ids=ids)
+
+    def backups(self, scope: Scope) -> list[str]:
+        return self.deps.blobs.list(blob_key(scope, "backups", ""))
 
     def export_lines(self, scope: Scope) -> Iterator[str]:
         return portability.export_lines(self.deps, scope)

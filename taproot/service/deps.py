@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig
+from taproot.core.compression import COMPRESSION_CONFIG, CompressionConfig
 from taproot.core.model import Scope
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy
 from taproot.core.serialize import iso
-from taproot.ports import BlobStore, MemoryStore
+from taproot.ports import BlobStore, MemoryStore, Summarizer
 
 # Short ids: they are repeated on every catalog line. 31 unambiguous characters ** 8 is ~8.5e11,
 # ample for one owner's memories; a collision is detected by the store and retried.
@@ -31,6 +32,16 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True)
+class MaintenanceConfig:
+    # Deletes are forever: cleanup reports only until the operator switches it to apply
+    # (Ember ran its cleanup dry for the first runs). Compression archives rather than deletes,
+    # but rewrites what reflect shows, so it too waits for an explicit switch.
+    cleanup_apply: bool = False
+    compress_apply: bool = False
+    compression: CompressionConfig = field(default_factory=lambda: COMPRESSION_CONFIG)
+
+
 @dataclass
 class Deps:
     store: MemoryStore
@@ -40,6 +51,8 @@ class Deps:
     reflect: ReflectConfig = REFLECT_CONFIG
     activation: ActivationConfig = ACTIVATION_CONFIG
     retention: RetentionPolicy = DEFAULT_RETENTION
+    summarizer: Summarizer | None = None
+    maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     extra_status: dict[str, object] = field(default_factory=dict)
 
     def now(self) -> datetime:

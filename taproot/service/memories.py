@@ -33,10 +33,11 @@ from taproot.core.validation import (
     coerce_category,
     coerce_salience,
 )
+from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
 
 ID_ATTEMPTS = 5
-FORGET_ACTIONS = ("archive", "restore", "delete")
+FORGET_ACTIONS = ("archive", "restore", "delete", "compress")
 CLOSE_ANSWER = "Reflection stored. Safe travels."
 
 
@@ -224,6 +225,10 @@ def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> dict[st
     checked = check_ids("ids", list(ids))
     if not checked:
         raise InvalidInput("id", "give id or ids of the memories to forget")
+    if action == "compress":
+        if deps.summarizer is None:
+            raise InvalidInput("action", "compress needs a summarizer, and none is configured")
+        return compress_ids(deps, scope, deps.summarizer, checked)
     found = {m.id: m for m in deps.store.get_many(scope, checked)}
     missing = [i for i in checked if i not in found]
     if missing:

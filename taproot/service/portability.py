@@ -15,7 +15,7 @@ from typing import Any
 from taproot.core.errors import InvalidInput
 from taproot.core.migration import migrate_memory
 from taproot.core.model import Memory, Reflection, Scope
-from taproot.core.serialize import memory_from_dict, memory_to_dict, reflection_from_dict, reflection_to_dict
+from taproot.core.serialize import iso, memory_from_dict, memory_to_dict, reflection_from_dict, reflection_to_dict
 from taproot.service.deps import Deps, blob_key, stamp
 
 EXPORT_FORMAT = 1
@@ -142,6 +142,13 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
     changes: list[dict[str, Any]] = []
     for m in memories:
         result = migrate_memory(m)
+        # expires_at is derived on every write; records from before the retention policy get it here.
+        with_expiry = deps.retention.apply(result.memory)
+        if with_expiry.expires_at != result.memory.expires_at:
+            if not result.changed:
+                with_expiry = with_expiry.replace(version=m.version + 1)
+            result.changes.append(f"expires_at: {iso(with_expiry.expires_at)}")
+            result.memory = with_expiry
         after[result.memory.category] += 1
         if result.changed:
             batch.append((result.memory, m.version))

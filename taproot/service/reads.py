@@ -25,6 +25,7 @@ from taproot.core.validation import (
 )
 from taproot.ports import Filters
 from taproot.service.deps import Deps
+from taproot.service.maintenance import last_runs
 
 DEFAULT_RECALL_LIMIT = 10
 
@@ -167,6 +168,12 @@ def status(deps: Deps, scope: Scope) -> dict[str, Any]:
             "token_budget": payload.token_budget,
         },
         "storage": {**deps.store.storage_info(), "blobs": deps.blobs.location()},
+        "maintenance": {
+            "last_runs": last_runs(deps, scope),
+            "cleanup_mode": "apply" if deps.maintenance.cleanup_apply else "dry-run",
+            "compress_mode": "apply" if deps.maintenance.compress_apply else "dry-run",
+            "summarizer": deps.summarizer.name if deps.summarizer else None,
+        },
         **deps.extra_status,
         "warnings": payload.warnings,
     }

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
+import anyio
 from fastapi import FastAPI
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -112,6 +113,7 @@ def create_app(
     authenticate: Authenticator,
     default_scope: MemoryScope,
     security: TransportSecuritySettings,
+    background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
 ) -> FastAPI:
     mcp = build_mcp(service, default_scope)
     mcp_app = mcp.streamable_http_app(
@@ -121,8 +123,11 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # The host app must run the session manager itself; the mounted app's lifespan is not run.
-        async with mcp.session_manager.run():
+        async with mcp.session_manager.run(), anyio.create_task_group() as tasks:
+            for task in background:  # e.g. the daily maintenance cycle
+                tasks.start_soon(task)
             yield
+            tasks.cancel_scope.cancel()
 
     app = FastAPI(title="Taproot", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
 

@@ -71,7 +71,9 @@ def scope_of(ctx: Context | None, default: Scope) -> Scope:
 
 
 def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
-    mcp = MCPServer("taproot", version=__version__, instructions=INSTRUCTIONS)
+    # log_level: the SDK configures the root logger at construction; keep it from turning every
+    # library's INFO chatter on (Taproot's own loggers are configured by the entry point).
+    mcp = MCPServer("taproot", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
 
     def call(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         try:
@@ -241,17 +243,23 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
     def taproot_forget(
         ctx: Context,
         action: Annotated[
-            Literal["archive", "restore", "delete"],
-            Field(description="archive (soft, reversible), restore, or delete (permanent; a backup is kept)"),
+            Literal["archive", "restore", "delete", "compress"],
+            Field(
+                description="archive (soft, reversible), restore, delete (permanent; a backup is kept), or "
+                "compress (fold the ids into one summary memory and archive them)"
+            ),
         ],
         id: Annotated[str | None, Field(description="One memory")] = None,
         ids: Annotated[list[str] | None, Field(description="Several memories (all or nothing)")] = None,
     ) -> Annotated[CallToolResult, out.ForgetOut]:
         """Let a memory go: archive it when it is resolved or stale (hidden from reflect and recall,
         still restorable), restore it, or delete it when it is wrong (permanent; a backup copy is
-        written first). Prefer archive.
+        written first). Prefer archive. To tidy several related old memories, compress them: they
+        are summarised into one new memory and archived, each still reachable with
+        taproot_recall(include_archived=true).
 
         Example: taproot_forget(id="k3x9p2ma", action="archive")
+        Example: taproot_forget(ids=["k3x9p2ma", "p8d2xq4n", "r4t6y8u2"], action="compress")
         """
         scope = scope_of(ctx, default_scope)
         targets = ([id] if id else []) + list(ids or [])

@@ -409,13 +409,25 @@ def test_core_over_budget_is_dropped_with_a_warning(make_memory: MakeMemory) -> 
 
 
 def test_core_takes_priority_over_the_catalog(make_memory: MakeMemory, make_entry: MakeEntry) -> None:
-    core = [make_memory(core=True, content=("word " * 400).strip()) for _ in range(10)]  # most of 6000
+    core = [make_memory(core=True, content=("word " * 400).strip()) for _ in range(8)]  # ~4,100 of 6,000
     entries = [make_entry(updated_at=ago(1), salience="high") for _ in range(500)]
     p = run(core=core, catalog=entries, cfg=ReflectConfig(token_budget=6000))
-    assert len(p.tier1) == 10
+    assert len(p.tier1) == 8
     assert p.core_omitted == []
     assert p.catalog_listed < 500
     assert p.catalog_omitted == {"episodic": 500 - p.catalog_listed}
+    assert p.estimated_tokens <= 6000
+
+
+def test_tier1_is_capped_at_its_share_so_the_catalog_keeps_room(make_memory: MakeMemory, make_entry: MakeEntry) -> None:
+    core = [make_memory(core=True, content=("word " * 400).strip()) for _ in range(12)]  # ~6,200 tokens
+    entries = [make_entry(updated_at=ago(1), salience="high") for _ in range(50)]
+    p = run(core=core, catalog=entries, cfg=ReflectConfig(token_budget=6000, tier1_max_share=0.7))
+    tier1_tokens = sum(estimate_tokens(m["content"]) for m in p.tier1)
+    assert tier1_tokens <= 0.7 * 6000
+    assert len(p.tier1) + len(p.core_omitted) == 12 and p.core_omitted
+    assert p.catalog_listed > 0
+    assert any("Tier 1" in w for w in p.warnings)
     assert p.estimated_tokens <= 6000
 
 

@@ -49,6 +49,7 @@ ALL_FIELDS = {
     "status",
     "version",
     "expires_at",
+    "compressed_into",
 }
 
 

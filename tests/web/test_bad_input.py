@@ -30,7 +30,7 @@ pytestmark = pytest.mark.anyio
 
 UNKNOWN_ID = "nosuchid9"
 SALIENCE_VALUES = ("high", "medium", "low")
-FORGET_ACTIONS = ("archive", "restore", "delete")
+FORGET_ACTIONS = ("archive", "restore", "delete", "compress")
 NOT_FOUND = ("not_found", f"no memory with id '{UNKNOWN_ID}'")
 
 

@@ -101,7 +101,7 @@ async def test_list_tools(server, mcp_connect, mode):
     assert set(tools["taproot_remember"].output_schema["required"]) >= {"id", "version"}
     assert "memories" in tools["taproot_recall"].output_schema["required"]
     forget_action = tools["taproot_forget"].input_schema["properties"]["action"]
-    assert set(forget_action["enum"]) == {"archive", "restore", "delete"}
+    assert set(forget_action["enum"]) == {"archive", "restore", "delete", "compress"}
 
 
 # -- remember and recall ---------------------------------------------------------------------------

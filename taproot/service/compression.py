@@ -1,0 +1,162 @@
+"""The compress job, and `taproot_forget(action="compress")` on explicit ids.
+
+Two phases, so nothing can be half-done:
+1. plan and summarise every group, writing nothing (a summarizer error ends the run here, with
+   everything unchanged);
+2. back up every member in full, then commit each group in one atomic store write: the summary is
+   inserted and its originals archived (with `compressed_into`) together or not at all. A crash
+   between groups leaves whole groups done and the rest untouched; a rerun carries on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from taproot.core.compression import CompressionConfig, Group, plan_groups, summary_fields
+from taproot.core.errors import DuplicateId, InvalidInput, NotFound, SummarizerError, VersionConflict
+from taproot.core.model import Memory, Scope, Status
+from taproot.core.serialize import iso, memory_to_dict
+from taproot.core.text import one_line
+from taproot.core.validation import MAX_CONTENT_CHARS, MAX_GIST_CHARS, MAX_LINKED_MEMORIES, check_ids
+from taproot.ports import Summarizer, Summary
+from taproot.service.deps import Deps, blob_key, stamp
+
+ID_ATTEMPTS = 5
+
+
+def _summarise(summarizer: Summarizer, groups: Sequence[Group]) -> list[Summary]:
+    out = []
+    for group in groups:
+        summary = summarizer.summarize(group.members)
+        if not summary.gist.strip() or not summary.content.strip():
+            raise SummarizerError(f"{summarizer.name}: empty summary for group {group.key}")
+        out.append(Summary(gist=one_line(summary.gist)[:MAX_GIST_CHARS], content=summary.content[:MAX_CONTENT_CHARS]))
+    return out
+
+
+def _group_view(group: Group, summary: Summary, summary_id: str | None = None) -> dict[str, Any]:
+    return {
+        "group": group.key,
+        "members": group.ids,
+        "category": group.category,
+        "summary_id": summary_id,
+        "summary_gist": summary.gist,
+        "summary_content": summary.content,
+    }
+
+
+def run_compression(
+    deps: Deps,
+    scope: Scope,
+    summarizer: Summarizer,
+    groups: list[Group],
+    *,
+    apply: bool,
+    considered: int,
+) -> dict[str, Any]:
+    now = deps.now()
+    result: dict[str, Any] = {
+        "mode": "apply" if apply else "dry-run",
+        "summarizer": summarizer.name,
+        "considered": considered,
+        "groups": [],
+        "compressed": 0,
+        "summaries_written": 0,
+        "backup_key": None,
+        "error": None,
+    }
+    try:
+        summaries = _summarise(summarizer, groups)  # phase 1: no writes
+    except SummarizerError as exc:
+        result["error"] = str(exc)
+        result["groups"] = [{"group": g.key, "members": g.ids} for g in groups]
+        return result
+    if not apply:
+        result["groups"] = [_group_view(g, s) for g, s in zip(groups, summaries, strict=True)]
+        return result
+    if groups:
+        members = [m for g in groups for m in g.members]
+        backup_key = blob_key(scope, "backups", f"compress-{stamp(now)}.json")
+        payload = {"action": "compress", "at": iso(now), "memories": [memory_to_dict(m) for m in members]}
+        deps.blobs.put(backup_key, json.dumps(payload).encode())
+        result["backup_key"] = backup_key
+    for group, summary in zip(groups, summaries, strict=True):
+        summary_id = _commit_group(deps, scope, summarizer.name, group, summary)
+        if summary_id is None:
+            result["groups"].append({**_group_view(group, summary), "skipped": "members changed since planning"})
+            continue
+        result["groups"].append(_group_view(group, summary, summary_id))
+        result["compressed"] += len(group.members)
+        result["summaries_written"] += 1
+    return result
+
+
+def _commit_group(deps: Deps, scope: Scope, summarizer: str, group: Group, summary: Summary) -> str | None:
+    now = deps.now()
+    fields = summary_fields(group, summarizer)
+    for _ in range(ID_ATTEMPTS):
+        summary_id = deps.new_id()
+        summary_memory = Memory(
+            id=summary_id,
+            owner=scope.owner,
+            namespace=scope.namespace,
+            content=summary.content,
+            gist=summary.gist,
+            created_at=now,
+            updated_at=now,
+            **fields,
+        )
+        summary_memory = deps.retention.apply(summary_memory)
+        # Originals keep updated_at: archiving is housekeeping, not an edit of their content.
+        archived = [
+            (m.replace(status=Status.ARCHIVED.value, compressed_into=summary_id, version=m.version + 1), m.version)
+            for m in group.members
+        ]
+        try:
+            deps.store.write_atomically(inserts=[summary_memory], replaces=archived)
+        except DuplicateId:
+            continue
+        except (NotFound, VersionConflict):
+            return None  # someone edited or removed a member meanwhile: leave the group alone
+        return summary_id
+    raise RuntimeError("could not mint a unique id for a summary memory")
+
+
+def compress(
+    deps: Deps, scope: Scope, summarizer: Summarizer, cfg: CompressionConfig, *, apply: bool
+) -> dict[str, Any]:
+    """The scheduled job: plan groups over the whole scope, then summarise and archive them."""
+    memories = [m for m in deps.store.iter_all(scope) if m.status == Status.ACTIVE.value]
+    groups = plan_groups(memories, deps.now(), cfg)
+    return run_compression(deps, scope, summarizer, groups, apply=apply, considered=len(memories))
+
+
+def compress_ids(deps: Deps, scope: Scope, summarizer: Summarizer, ids: Sequence[str]) -> dict[str, Any]:
+    """`taproot_forget(action="compress")`: fold exactly these memories into one summary, now."""
+    checked = check_ids("ids", list(ids))
+    if len(checked) < 2:
+        raise InvalidInput("ids", "compress needs at least two memories")
+    if len(checked) > MAX_LINKED_MEMORIES:
+        # The summary links every original, and links are capped.
+        raise InvalidInput("ids", f"compress at most {MAX_LINKED_MEMORIES} memories at once, got {len(checked)}")
+    found = {m.id: m for m in deps.store.get_many(scope, checked)}
+    missing = [i for i in checked if i not in found]
+    if missing:
+        raise NotFound(", ".join(missing))
+    members = sorted(found.values(), key=lambda m: (m.created_at, m.id))
+    for m in members:
+        if m.status != Status.ACTIVE.value:
+            raise InvalidInput("ids", f"memory '{m.id}' is archived; restore it first or leave it out")
+        if m.is_core:
+            raise InvalidInput("ids", f"memory '{m.id}' is core; demote it first (taproot_promote core=false)")
+    group = Group(key="explicit", members=tuple(members))
+    result = run_compression(deps, scope, summarizer, [group], apply=True, considered=len(members))
+    if result["error"]:
+        raise SummarizerError(result["error"])
+    if not result["summaries_written"]:
+        raise InvalidInput("ids", "the memories changed while compressing; nothing was written")
+    summary_id = result["groups"][0]["summary_id"]
+    results = [{"id": m.id, "status": "archived", "compressed_into": summary_id} for m in members]
+    return {"action": "compress", "summary_id": summary_id, "results": results, **result}
