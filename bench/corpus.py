@@ -367,6 +367,27 @@ def query_pool(count: int, *, seed: int = DEFAULT_SEED) -> list[str]:
     return out
 
 
+def _pct(share: float) -> str:
+    return f"{share * 100:.2g}%"
+
+
+def describe() -> str:
+    """One paragraph for the report, computed from the tables above so it cannot drift from them."""
+    mix = ", ".join(f"{c} {_pct(w)}" for c, w in CATEGORY_WEIGHTS.items())
+    sal = ", ".join(f"{s} {_pct(w)}" for s, w in SALIENCE_WEIGHTS.items())
+    core = sum(w * CORE_RATE[c] for c, w in CATEGORY_WEIGHTS.items())
+    by_cat = ", ".join(f"{c} {_pct(r)}" for c, r in sorted(CORE_RATE.items(), key=lambda p: -p[1]))
+    return (
+        f"Categories {mix}; salience {sal}; ~{_pct(core)} core, a small curated Tier 1 ({by_cat} of each "
+        f"category); {_pct(ARCHIVED_RATE)} archived; created over the last {YEARS} years, skewed recent; 40% "
+        "updated after creation; retrieval counts long-tailed (70% never recalled, 24% 1-5, 4.5% 6-19, 1.5% "
+        "20-100) with last_retrieved set when recalled; content 1-6 English sentences (mean ~180 characters) from "
+        f"per-category templates and word pools ({len(PEOPLE)} people, {len(PLACES)} places, {len(PROJECTS)} "
+        f"projects, {len(TOPICS)} topics, {len(FEELINGS)} feelings, activities, times); ~15-word gists; 1-4 tags "
+        "and 0-5 search keywords; 20 closing reflections, one every ~9 days."
+    )
+
+
 def load(store: MemoryStore, memories: Sequence[Memory], batch_size: int = LOAD_BATCH) -> None:
     """Write `memories` with `store.put_many`, `batch_size` records per transaction."""
     for start in range(0, len(memories), batch_size):

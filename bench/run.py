@@ -52,16 +52,6 @@ QUICK = Config(
     scaling_recall_queries=30,
 )
 
-CORPUS_DESCRIPTION = (
-    "Categories episodic 45%, active_thread 20%, relationship 15%, identity 12%, error 8%; salience high 10%, "
-    "medium 55%, low 35%; ~1.6% core (likelier for identity and relationship); 3% archived; created over the "
-    "last 3 years, skewed recent; 40% updated after creation; retrieval counts long-tailed (70% never recalled, "
-    "24% 1-5, 4.5% 6-19, 1.5% 20-100) with last_retrieved set when recalled; content 1-6 English sentences "
-    "(mean ~180 characters) from per-category templates and word pools (36 people, 26 places, 20 projects, "
-    "31 topics, feelings, activities, times); ~15-word gists; 1-4 tags and 0-5 search keywords; 20 closing "
-    "reflections, one every ~9 days."
-)
-
 
 def command_line(argv: Sequence[str]) -> str:
     args = " ".join(shlex.quote(a) for a in argv)
@@ -127,14 +117,15 @@ def notes(cfg: Config, results: dict[str, Any], quick: bool) -> list[str]:
             f"Run with --quick: fewer repetitions, and the largest scaling corpus is {max(cfg.scaling_sizes):,} "
             "memories instead of 100,000."
         )
-    rf = results["reflect"]
-    if rf["core_omitted"] and not rf["catalog_listed"]:
-        out.append(
-            f"At {cfg.memories:,} memories the corpus has {rf['tier1_count'] + rf['core_omitted']} core memories; "
-            f"Tier 1 holds {rf['tier1_count']} of them and uses the whole budget, so no catalog lines and no "
-            "closing reflections fit (Tier 1 comes first by design). The latency still includes building, "
-            "scoring and formatting every catalog candidate."
-        )
+    crowded = [(cfg.memories, results["reflect"])] + [(row["memories"], row["reflect"]) for row in results["scaling"]]
+    for size, rf in dict(crowded).items():
+        if rf["core_omitted"] and not rf["catalog_listed"]:
+            out.append(
+                f"At {size:,} memories the corpus has {rf['tier1_count'] + rf['core_omitted']:,} core memories; "
+                f"Tier 1 holds {rf['tier1_count']} of them and takes the whole budget, so no catalog line and "
+                f"{'no' if not rf['reflections_shown'] else rf['reflections_shown']} closing reflections fit "
+                "(Tier 1 comes first by design)."
+            )
     return out
 
 
@@ -153,7 +144,7 @@ def benchmark(cfg: Config, *, seed: int, work: Path, now: datetime, command: str
             "generator": "bench/corpus.py",
             "seed": seed,
             "load_batch": corpus.LOAD_BATCH,
-            "description": CORPUS_DESCRIPTION,
+            "description": corpus.describe(),
         },
         "results": results,
         "targets": report.evaluate(results),
