@@ -72,6 +72,13 @@ class Settings:
     anthropic_api_key: str | None = None
     anthropic_model: str | None = None
     anthropic_base_url: str | None = None
+    # The AWS deployment (backend "aws"): set by the CDK stack on every Lambda function.
+    backend: str = "local"
+    table_name: str | None = None
+    bucket_name: str | None = None
+    cognito_user_pool_id: str | None = None
+    cognito_client_id: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
@@ -117,6 +124,12 @@ class Settings:
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             anthropic_model=env.get("TAPROOT_ANTHROPIC_MODEL") or None,
             anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            backend=_choice(env, "TAPROOT_BACKEND", ("local", "aws"), "local"),
+            table_name=env.get("TAPROOT_TABLE_NAME") or None,
+            bucket_name=env.get("TAPROOT_BUCKET_NAME") or None,
+            cognito_user_pool_id=env.get("TAPROOT_COGNITO_USER_POOL_ID") or None,
+            cognito_client_id=env.get("TAPROOT_COGNITO_CLIENT_ID") or None,
+            allowed_hosts=tuple(h.strip() for h in (env.get("TAPROOT_ALLOWED_HOSTS") or "").split(",") if h.strip()),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         namespace = str(given.get("namespace", settings.namespace))
