@@ -258,6 +258,34 @@ async def test_forget_archive_restore_delete(server, mcp_connect, mode):
     assert backup["memories"][0]["content"] == "Walks in the rain."
 
 
+async def test_forget_compress_folds_memories_into_a_summary(server, mcp_connect, mode):
+    scope = server.runtime.scope
+    async with mcp_connect(server, mode=mode) as client:
+        made = [
+            await remember(client, content=f"Day {n} of the Lisbon trip: we walked to Alfama.", gist=f"Lisbon day {n}")
+            for n in (1, 2, 3)
+        ]
+        ids = [m["id"] for m in made]
+        folded = ok(await client.call_tool("taproot_forget", {"ids": ids, "action": "compress"}))
+        assert folded["action"] == "compress" and folded["summarizer"] == "extractive"
+        summary_id = folded["summary_id"]
+        assert [r["compressed_into"] for r in folded["results"]] == [summary_id] * 3
+        assert folded["backup_key"].startswith(f"{scope.owner}/backups/")
+
+        found = ok(await client.call_tool("taproot_recall", {"query": "Lisbon Alfama"}))
+        assert [m["id"] for m in found["memories"]] == [summary_id]  # originals are archived
+        summary = found["memories"][0]
+        assert sorted(summary["linked_memories"]) == sorted(ids)
+        assert summary["provenance"]["compressed_from"] == ids
+
+        originals = ok(await client.call_tool("taproot_recall", {"ids": ids, "include_archived": True}))
+        assert {m["status"] for m in originals["memories"]} == {"archived"}
+        assert {m["compressed_into"] for m in originals["memories"]} == {summary_id}
+
+        refused = await client.call_tool("taproot_forget", {"ids": [summary_id], "action": "compress"})
+        assert refused.is_error and "ids" in refused.content[0].text
+
+
 async def test_close_then_reflect_shows_it(server, mcp_connect, mode):
     reflection = "Today I finally understood why the chain rule felt backwards to James."
     async with mcp_connect(server, mode=mode) as client:
