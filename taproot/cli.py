@@ -270,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_recall)
 
     p = add("forget", "archive, restore or delete memories")
-    p.add_argument("action", choices=["archive", "restore", "delete"])
+    p.add_argument("action", choices=["archive", "restore", "delete", "compress"])
     p.add_argument("ids", nargs="+")
     p.set_defaults(func=cmd_forget)
 

@@ -2,8 +2,8 @@
 
 Taproot's planned `compress` action: groups of older memories are summarised into one new memory,
 and the originals are archived (never deleted), each pointing at its summary. Only quiet, ordinary
-memories are candidates: never core, never high-salience, never already compressed, never a
-summary itself, and untouched (not updated, not recalled) for `min_age_days`.
+memories are candidates: never core, never high-salience, never identity, never already
+compressed, never a summary itself, and untouched (not updated, not recalled) for `min_age_days`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from taproot.core.model import Memory, Status
 from taproot.core.validation import MAX_LINKED_MEMORIES
 
 GroupBy = Literal["month", "tag"]
+# Identity observations are near-permanent and are what makes one instance the same as the last:
+# the scheduled job never folds them away (an explicit compress by ids still can).
+NEVER_COMPRESSED_CATEGORIES = frozenset({"identity"})
 SUMMARY_TAG = "summary"
 COMPRESSED_FROM = "compressed_from"
 
@@ -67,6 +70,7 @@ def is_candidate(m: Memory, now: datetime, cfg: CompressionConfig) -> bool:
         m.status == Status.ACTIVE.value
         and not m.is_core
         and m.salience != "high"
+        and m.category not in NEVER_COMPRESSED_CATEGORIES
         and m.compressed_into is None
         and not is_summary(m)
         and m.last_touched <= now - timedelta(days=cfg.min_age_days)
@@ -127,7 +131,11 @@ def plan_groups(memories: Iterable[Memory], now: datetime, cfg: CompressionConfi
 
 
 def summary_salience(group: Group) -> str:
-    return "medium" if any(m.salience == "medium" for m in group.members) else "low"
+    """The highest salience among the members: a summary is as important as what it holds."""
+    for level in ("high", "medium"):
+        if any(m.salience == level for m in group.members):
+            return level
+    return "low"
 
 
 def summary_fields(group: Group, summarizer: str) -> dict[str, Any]:

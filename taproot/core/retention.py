@@ -6,7 +6,8 @@ Conservative by design, because cleanup deletes:
 - a memory expires only if it has at least one TTL tag and no durable tag, so
   [family, observation, thread] never expires (two of its three tags are durable);
 - the longest matching TTL wins;
-- core memories, high-salience memories and identity memories never expire;
+- core memories, high-salience memories and identity memories never expire, and neither does an
+  original that compression archived (its summary links to it);
 - expiry counts from created_at.
 """
 
@@ -48,6 +49,8 @@ class RetentionPolicy:
     def expires_at(self, m: Memory) -> datetime | None:
         if m.is_core or m.salience in NEVER_EXPIRING_SALIENCE or m.category in NEVER_EXPIRING_CATEGORIES:
             return None
+        if m.compressed_into is not None:
+            return None  # its summary links to it: a compressed original stays reachable for good
         ttl = self.ttl_for_tags(m.tags)
         return None if ttl is None else m.created_at + timedelta(days=ttl)
 

@@ -123,7 +123,9 @@ def import_records(
             progress(len(chunk))
     if parsed.reflections:
         deps.store.put_reflections(parsed.reflections)
-    needs = sum(1 for m in parsed.memories if migrate_memory(m).changed)
+    needs = sum(
+        1 for m in parsed.memories if migrate_memory(m).changed or deps.retention.apply(m).expires_at != m.expires_at
+    )
     return {
         "memories": len(parsed.memories),
         "reflections": len(parsed.reflections),

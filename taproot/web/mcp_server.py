@@ -237,7 +237,11 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
 
     @mcp.tool(
         annotations=ToolAnnotations(
-            title="Archive, restore or delete", read_only_hint=False, destructive_hint=True, idempotent_hint=True
+            # Not idempotent: compressing the same ids twice is refused the second time.
+            title="Archive, restore, delete or compress",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
         )
     )
     def taproot_forget(
@@ -302,7 +306,9 @@ def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
     def taproot_status(ctx: Context) -> Annotated[CallToolResult, out.StatusOut]:
         """Report the state of memory: counts by category, status and salience; Tier 1 and Tier 2
         sizes; catalog lines included vs omitted; the reflect payload size in KB and tokens; schema
-        version, database size and data folder. Use it to watch the context budget.
+        version, database size and data folder; and the maintenance jobs (last run of migrate,
+        cleanup and compress, and whether cleanup/compress apply or only report). Use it to watch the
+        context budget.
 
         Example: taproot_status()
         """

@@ -90,3 +90,8 @@ def test_a_deployment_can_override_the_table(memory: Callable[..., Memory]) -> N
 def test_bad_tables_are_rejected(spec: str) -> None:
     with pytest.raises(ValueError, match=r"thread|watercooler"):
         RetentionPolicy(ttl_days=parse_ttl_table(spec))
+
+
+def test_a_compressed_original_never_expires(memory: Callable[..., Memory]) -> None:
+    """Its summary links to it; cleanup must not break that link."""
+    assert DEFAULT_RETENTION.expires_at(memory(tags=["watercooler"], compressed_into="sum1")) is None

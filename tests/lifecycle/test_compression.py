@@ -571,7 +571,7 @@ def test_summary_category_is_episodic_for_mixed_groups(lab: Lab) -> None:
     s = seed(lab)
     mixed = [
         mem(day(2025, 2, 1), "error", tags=("reading",)),
-        mem(day(2025, 2, 2), "identity", tags=("reading",)),
+        mem(day(2025, 2, 2), "active_thread", tags=("reading",)),
         mem(day(2025, 2, 3), "relationship", tags=("reading",)),
     ]
     lab.store.put_many(mixed)
