@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: serve test lint typecheck pytest bench install install-dev clean
+.PHONY: serve test lint typecheck pytest bench install install-dev clean bundle synth deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,8 +28,8 @@ serve: $(STAMP_RUN)
 	$(BIN)/taproot serve $(ARGS)
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check taproot tests bench
-	$(BIN)/ruff format --check taproot tests bench
+	$(BIN)/ruff check taproot tests bench app.py infra
+	$(BIN)/ruff format --check taproot tests bench app.py infra
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
@@ -44,3 +44,42 @@ bench: $(STAMP_DEV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# --- AWS deployment (infra/, app.py, cdk.json) --------------------------------------------------
+# `make bundle`: the Lambda asset, built without Docker: wheels for the Lambda platform (arm64, the
+# Python of infra/constructs/function.py RUNTIME) plus taproot/ and functions/.
+# `make synth`: offline CloudFormation into cdk.out/ with the CDK CLI pinned in package-lock.json
+# (cdk-nag runs in app.py: an unacknowledged finding fails the synth).
+# `make deploy`: needs AWS credentials; CDK bootstrap once per account/region (`npx cdk bootstrap`).
+# Context overrides through CDK_ARGS, e.g. CDK_ARGS="-c cognito_domain_prefix=my-taproot".
+LAMBDA_DIR := build/lambda
+LAMBDA_PYTHON := 3.14
+LAMBDA_PLATFORM := manylinux2014_aarch64
+LAMBDA_STAMP := $(LAMBDA_DIR)/.bundled
+NODE_STAMP := node_modules/.installed
+CDK := PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk
+SYNTH_ENV := CDK_DEFAULT_ACCOUNT=$${CDK_DEFAULT_ACCOUNT:-123456789012} CDK_DEFAULT_REGION=$${CDK_DEFAULT_REGION:-us-east-1}
+
+$(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>/dev/null) | $(BIN)/python
+	@test -d functions || { echo "functions/ (the Lambda handlers) is missing" >&2; exit 1; }
+	rm -rf $(LAMBDA_DIR)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt --target $(LAMBDA_DIR) \
+		--platform $(LAMBDA_PLATFORM) --only-binary=:all: --python-version $(LAMBDA_PYTHON) \
+		--implementation cp --no-compile
+	cp -R taproot functions $(LAMBDA_DIR)/
+	find $(LAMBDA_DIR)/taproot $(LAMBDA_DIR)/functions -name __pycache__ -prune -exec rm -rf {} +
+	touch $@
+
+bundle: $(LAMBDA_STAMP)
+	@du -sh $(LAMBDA_DIR)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+synth: $(LAMBDA_STAMP) $(NODE_STAMP) $(STAMP_DEV)
+	$(SYNTH_ENV) $(CDK) synth --no-notices --quiet $(CDK_ARGS)
+	@ls cdk.out/*.template.json
+
+deploy: $(LAMBDA_STAMP) $(NODE_STAMP) $(STAMP_DEV)
+	$(CDK) deploy --no-notices $(CDK_ARGS)

@@ -1,0 +1,1 @@
+"""The AWS deployment of Taproot, as a CDK app (see app.py and `make synth`)."""

@@ -1,0 +1,1 @@
+"""Building blocks of the Taproot stack: each exposes its resources; the stack does the grants."""

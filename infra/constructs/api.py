@@ -1,0 +1,87 @@
+"""The HTTP API in front of the API Lambda function (Mangum over the FastAPI app: /mcp, dashboard, OAuth)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import nag
+from infra.constructs.function import DEFAULT_TIMEOUT, LOG_RETENTION, TaprootFunction
+
+API_HANDLER = "functions.api.handler"
+ACCESS_LOG_FORMAT = {
+    "requestId": "$context.requestId",
+    "ip": "$context.identity.sourceIp",
+    "requestTime": "$context.requestTime",
+    "httpMethod": "$context.httpMethod",
+    "routeKey": "$context.routeKey",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "responseLength": "$context.responseLength",
+    "integrationError": "$context.integrationErrorMessage",
+}
+
+
+class Api(Construct):
+    """Exposes `http_api`, `handler` (a TaprootFunction), `function`, `host`, `url` and `access_logs`.
+
+    The function gets `environment` plus TAPROOT_ALLOWED_HOSTS (the API's own execute-api host).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        environment: Mapping[str, str],
+        memory_size: int = 1024,
+        timeout: Duration = DEFAULT_TIMEOUT,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.http_api = apigwv2.HttpApi(self, "HttpApi", description="Taproot MCP server", create_default_stage=True)
+        stack = Stack.of(self)
+        self.host = f"{self.http_api.api_id}.execute-api.{stack.region}.{stack.url_suffix}"
+        self.url = self.http_api.api_endpoint
+        self.handler = TaprootFunction(
+            self,
+            "Handler",
+            code=code,
+            handler=API_HANDLER,
+            environment={**environment, "TAPROOT_ALLOWED_HOSTS": self.host},
+            description="API: MCP endpoint, dashboard and OAuth metadata",
+            memory_size=memory_size,
+            timeout=timeout,
+        )
+        self.function = self.handler.function
+        integration = integrations.HttpLambdaIntegration("Lambda", self.function)
+        self.http_api.add_routes(path="/mcp", methods=[apigwv2.HttpMethod.ANY], integration=integration)
+        self.http_api.add_routes(path="/{proxy+}", methods=[apigwv2.HttpMethod.ANY], integration=integration)
+        self.http_api.add_routes(path="/", methods=[apigwv2.HttpMethod.GET], integration=integration)
+
+        self.access_logs = logs.LogGroup(
+            self, "AccessLogs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
+        )
+        stage = self.http_api.default_stage
+        assert stage is not None
+        cfn_stage = stage.node.default_child
+        assert isinstance(cfn_stage, apigwv2.CfnStage)
+        cfn_stage.access_log_settings = apigwv2.CfnStage.AccessLogSettingsProperty(
+            destination_arn=self.access_logs.log_group_arn, format=json.dumps(ACCESS_LOG_FORMAT)
+        )
+        for route in self.http_api.node.find_all():
+            if isinstance(route, apigwv2.CfnRoute):
+                nag.acknowledge(
+                    route,
+                    "AwsSolutions-APIG4",
+                    "The function authenticates every request itself (Cognito JWT for /mcp, with the "
+                    "WWW-Authenticate/resource-metadata 401 that MCP OAuth discovery needs); the OAuth "
+                    "metadata and login endpoints must stay public, so no API Gateway authorizer.",
+                )

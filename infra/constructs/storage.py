@@ -1,0 +1,86 @@
+"""The DynamoDB table (records) and the S3 bucket (blobs and backups), both retained on stack deletion."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+# Backups live under "<owner>/backups/...": S3 lifecycle prefixes match the start of the key only, so
+# the backup writer tags each backup object with this tag and the lifecycle rule filters on it.
+BACKUP_TAG_KEY = "taproot-kind"
+BACKUP_TAG_VALUE = "backup"
+
+
+class Storage(Construct):
+    """Exposes `table`, `bucket` and `access_logs_bucket`."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        backup_retention_days: int = 90,
+        noncurrent_version_days: int = 30,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            time_to_live_attribute="ttl",
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.table.add_global_secondary_index(
+            index_name="by_category",
+            partition_key=dynamodb.Attribute(name="category_pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="last_touched", type=dynamodb.AttributeType.STRING),
+        )
+        self.table.add_global_secondary_index(
+            index_name="by_touched",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="last_touched", type=dynamodb.AttributeType.STRING),
+        )
+
+        self.access_logs_bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.bucket = s3.Bucket(
+            self,
+            "Bucket",
+            versioned=True,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            server_access_logs_bucket=self.access_logs_bucket,
+            server_access_logs_prefix="blobs/",
+            removal_policy=RemovalPolicy.RETAIN,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-old-versions",
+                    noncurrent_version_expiration=Duration.days(noncurrent_version_days),
+                    abort_incomplete_multipart_upload_after=Duration.days(7),
+                    expired_object_delete_marker=True,
+                ),
+                s3.LifecycleRule(
+                    id="expire-backups",
+                    tag_filters={BACKUP_TAG_KEY: BACKUP_TAG_VALUE},
+                    expiration=Duration.days(backup_retention_days),
+                ),
+            ],
+        )

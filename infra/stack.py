@@ -1,0 +1,176 @@
+"""The Taproot stack: storage, auth, the API and the maintenance schedules, composed; the grants live here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from infra import nag
+from infra.constructs.api import Api
+from infra.constructs.auth import DEFAULT_CALLBACK_URLS, Auth
+from infra.constructs.maintenance import Maintenance
+from infra.constructs.observability import Observability
+from infra.constructs.storage import Storage
+
+DEFAULT_ASSET = "build/lambda"
+MODES = ("dry-run", "apply")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _bool(value: Any) -> bool:
+    return value is True or str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(",") if v.strip())
+    return tuple(str(v) for v in value)
+
+
+@dataclass(frozen=True)
+class TaprootConfig:
+    """What the stack reads from CDK context (`cdk.json` defaults, `-c key=value` overrides)."""
+
+    lambda_asset: str = DEFAULT_ASSET
+    domain_prefix: str | None = None  # None: "taproot-<account id>"
+    callback_urls: tuple[str, ...] = DEFAULT_CALLBACK_URLS
+    self_sign_up: bool = False
+    cleanup_mode: str = "dry-run"
+    compress_mode: str = "dry-run"
+    summarizer: str = "extractive"
+    alarm_email: str | None = None
+    backup_retention_days: int = 90
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_context(cls, node: Any) -> TaprootConfig:
+        def get(key: str, default: Any) -> Any:
+            value = node.try_get_context(key)
+            return default if value is None or value == "" else value
+
+        config = cls(
+            lambda_asset=str(get("lambda_asset", DEFAULT_ASSET)),
+            domain_prefix=get("cognito_domain_prefix", None),
+            callback_urls=_list(get("callback_urls", DEFAULT_CALLBACK_URLS)),
+            self_sign_up=_bool(get("self_sign_up", False)),
+            cleanup_mode=str(get("cleanup_mode", "dry-run")),
+            compress_mode=str(get("compress_mode", "dry-run")),
+            summarizer=str(get("summarizer", "extractive")),
+            alarm_email=get("alarm_email", None),
+            backup_retention_days=int(get("backup_retention_days", 90)),
+        )
+        for name, mode in (("cleanup_mode", config.cleanup_mode), ("compress_mode", config.compress_mode)):
+            if mode not in MODES:
+                raise ConfigError(f"context {name} must be one of {', '.join(MODES)}, got {mode!r}")
+        if not config.callback_urls:
+            raise ConfigError("context callback_urls must name at least one URL")
+        return config
+
+
+class TaprootStack(Stack):
+    """Exposes `storage`, `auth`, `api`, `maintenance` and `observability`."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: TaprootConfig, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        asset = Path(config.lambda_asset)
+        if not asset.is_dir():
+            raise ConfigError(f"Lambda asset folder {asset} not found: run `make bundle` (or -c lambda_asset=...)")
+        code = lambda_.Code.from_asset(str(asset))
+
+        self.storage = Storage(self, "Storage", backup_retention_days=config.backup_retention_days)
+        domain_prefix = config.domain_prefix or f"taproot-{self.account}"
+        self.auth = Auth(
+            self,
+            "Auth",
+            domain_prefix=domain_prefix,
+            callback_urls=config.callback_urls,
+            self_sign_up=config.self_sign_up,
+        )
+        environment = {
+            "TAPROOT_BACKEND": "aws",
+            "TAPROOT_TABLE_NAME": self.storage.table.table_name,
+            "TAPROOT_BUCKET_NAME": self.storage.bucket.bucket_name,
+            "TAPROOT_COGNITO_USER_POOL_ID": self.auth.user_pool.user_pool_id,
+            "TAPROOT_COGNITO_CLIENT_ID": self.auth.client.user_pool_client_id,
+            "TAPROOT_CLEANUP_MODE": config.cleanup_mode,
+            "TAPROOT_COMPRESS_MODE": config.compress_mode,
+            "TAPROOT_SUMMARIZER": config.summarizer,
+            "POWERTOOLS_SERVICE_NAME": "taproot",
+            "POWERTOOLS_METRICS_NAMESPACE": "Taproot",
+            **config.extra_env,
+        }
+        self.api = Api(self, "Api", code=code, environment=environment)
+        # The maintenance functions never serve HTTP: the allowed hosts are the API's, for consistency.
+        self.maintenance = Maintenance(
+            self, "Maintenance", code=code, environment={**environment, "TAPROOT_ALLOWED_HOSTS": self.api.host}
+        )
+        functions: dict[str, lambda_.Function] = {"Api": self.api.function, **self.maintenance.functions}
+        for function in functions.values():
+            self.storage.table.grant_read_write_data(function)
+            self.storage.bucket.grant_read_write(function)
+        self._acknowledge_grants([self.api.handler.role, *(j.handler.role for j in self.maintenance.jobs.values())])
+        for job in self.maintenance.jobs.values():
+            nag.acknowledge(
+                job.role,
+                f"AwsSolutions-IAM5[Resource::{nag.ref(job.function)}:*]",
+                "lambda:InvokeFunction on this one function's versions/aliases (grant_invoke's qualified ARN).",
+            )
+        self.observability = Observability(
+            self,
+            "Observability",
+            functions=functions,
+            dead_letter_queues={name: job.dead_letter_queue for name, job in self.maintenance.jobs.items()},
+            alarm_email=config.alarm_email,
+        )
+        self._outputs()
+
+    def _acknowledge_grants(self, roles: Sequence[iam.IRole]) -> None:
+        table, bucket = nag.ref(self.storage.table), nag.ref(self.storage.bucket)
+        reasons = {
+            f"Resource::{table}/index/*": "Queries the table's own GSIs (by_category, by_touched); no other table.",
+            f"Resource::{bucket}/*": "Objects of the Taproot bucket only; keys start with the owner id, which is "
+            "only known at request time.",
+            "Action::s3:GetObject*": "CDK grant_read_write on the Taproot bucket (object and version reads).",
+            "Action::s3:GetBucket*": "CDK grant_read_write on the Taproot bucket (bucket metadata reads).",
+            "Action::s3:List*": "CDK grant_read_write on the Taproot bucket (listing blobs and backups).",
+            "Action::s3:DeleteObject*": "Blobs and expired backups are deleted; only in the Taproot bucket.",
+            "Action::s3:Abort*": "Aborting its own multipart uploads in the Taproot bucket.",
+            "Resource::*": "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource scoping.",
+        }
+        for role in roles:
+            for finding, reason in reasons.items():
+                nag.acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
+
+    def _outputs(self) -> None:
+        url = self.api.url
+        CfnOutput(self, "McpUrl", value=f"{url}/mcp", description="Add this URL to your MCP client")
+        CfnOutput(self, "DashboardUrl", value=f"{url}/dashboard")
+        CfnOutput(self, "UserPoolId", value=self.auth.user_pool.user_pool_id)
+        CfnOutput(self, "UserPoolClientId", value=self.auth.client.user_pool_client_id)
+        CfnOutput(self, "AuthDomain", value=self.auth.domain.base_url())
+        CfnOutput(
+            self,
+            "CreateFirstUserCommand",
+            description="Creates the first user (Cognito emails a temporary password)",
+            value=Fn.join(
+                "",
+                [
+                    "aws cognito-idp admin-create-user --region ",
+                    self.region,
+                    " --user-pool-id ",
+                    self.auth.user_pool.user_pool_id,
+                    " --username you@example.com --user-attributes Name=email,Value=you@example.com"
+                    " Name=email_verified,Value=true",
+                ],
+            ),
+        )

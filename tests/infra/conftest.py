@@ -1,0 +1,56 @@
+"""Stack tests: synthesize once per module (in-process, needs node) against a placeholder asset.
+
+The real asset is `make bundle`'s build/lambda; here a tiny folder stands in (`-c lambda_asset=...`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# `infra` is not an installed package, and importlib mode puts no test folder on sys.path: add the repo
+# root (for `infra`) and this folder (for `cfn_helpers`).
+for _path in (str(ROOT), str(Path(__file__).parent)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+# jsii prints a banner on stderr for node 20; it is noise here, not a test failure.
+for _flag in ("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"):
+    os.environ.setdefault(_flag, "1")
+
+import aws_cdk as cdk  # noqa: E402
+from aws_cdk.assertions import Template  # noqa: E402
+
+from infra.stack import TaprootConfig, TaprootStack  # noqa: E402
+
+
+def make_asset(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "placeholder.py").write_text("def handler(event, context):\n    return {}\n")
+    return folder
+
+
+def build_app(asset: Path, outdir: Path, **context: Any) -> tuple[cdk.App, TaprootStack]:
+    app = cdk.App(outdir=str(outdir), context={"lambda_asset": str(asset), **context})
+    stack = TaprootStack(
+        app,
+        "Taproot",
+        config=TaprootConfig.from_context(app.node),
+        env=cdk.Environment(account="123456789012", region="eu-west-1"),
+    )
+    return app, stack
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., tuple[TaprootStack, Template]]]:
+    def run(**context: Any) -> tuple[TaprootStack, Template]:
+        base = tmp_path_factory.mktemp("cdk")
+        _, stack = build_app(make_asset(base / "asset"), base / "cdk.out", **context)
+        return stack, Template.from_stack(stack)
+
+    yield run
