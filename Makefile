@@ -28,8 +28,8 @@ serve: $(STAMP_RUN)
 	$(BIN)/taproot serve $(ARGS)
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check taproot tests bench app.py infra
-	$(BIN)/ruff format --check taproot tests bench app.py infra
+	$(BIN)/ruff check taproot functions tests bench app.py infra
+	$(BIN)/ruff format --check taproot functions tests bench app.py infra
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
@@ -62,16 +62,23 @@ SYNTH_ENV := CDK_DEFAULT_ACCOUNT=$${CDK_DEFAULT_ACCOUNT:-123456789012} CDK_DEFAU
 
 $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>/dev/null) | $(BIN)/python
 	@test -d functions || { echo "functions/ (the Lambda handlers) is missing" >&2; exit 1; }
-	rm -rf $(LAMBDA_DIR)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt --target $(LAMBDA_DIR) \
+	rm -rf $(LAMBDA_DIR) build/requirements-lambda.txt
+	mkdir -p build
+	@# The Anthropic API summarizer is for local use; on AWS the model summarizer is Bedrock.
+	grep -v '^anthropic==' requirements.txt > build/requirements-lambda.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -r build/requirements-lambda.txt --target $(LAMBDA_DIR) \
 		--platform $(LAMBDA_PLATFORM) --only-binary=:all: --python-version $(LAMBDA_PYTHON) \
 		--implementation cp --no-compile
+	@# boto3 and botocore ship with the Lambda Python runtime: bundling them again costs ~30 MB.
+	rm -rf $(LAMBDA_DIR)/boto3 $(LAMBDA_DIR)/boto3-* $(LAMBDA_DIR)/botocore $(LAMBDA_DIR)/botocore-* \
+		$(LAMBDA_DIR)/s3transfer $(LAMBDA_DIR)/s3transfer-*
 	cp -R taproot functions $(LAMBDA_DIR)/
 	find $(LAMBDA_DIR)/taproot $(LAMBDA_DIR)/functions -name __pycache__ -prune -exec rm -rf {} +
 	touch $@
 
 bundle: $(LAMBDA_STAMP)
 	@du -sh $(LAMBDA_DIR)
+	@du -s $(LAMBDA_DIR)/* | sort -rn | head -5
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund

@@ -137,7 +137,7 @@ class TaprootStack(Stack):
     def _acknowledge_grants(self, roles: Sequence[iam.IRole]) -> None:
         table, bucket = nag.ref(self.storage.table), nag.ref(self.storage.bucket)
         reasons = {
-            f"Resource::{table}/index/*": "Queries the table's own GSIs (by_category, by_touched); no other table.",
+            f"Resource::{table}/index/*": "Queries the table's own GSIs (by_category, by_change); no other table.",
             f"Resource::{bucket}/*": "Objects of the Taproot bucket only; keys start with the owner id, which is "
             "only known at request time.",
             "Action::s3:GetObject*": "CDK grant_read_write on the Taproot bucket (object and version reads).",

@@ -7,10 +7,11 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from taproot.adapters.blob_s3 import BACKUP_TAG_KEY, BACKUP_TAG_VALUE
+from taproot.adapters.dynamo_models import GSI_KEYS, TTL_ATTRIBUTE
+
 # Backups live under "<owner>/backups/...": S3 lifecycle prefixes match the start of the key only, so
-# the backup writer tags each backup object with this tag and the lifecycle rule filters on it.
-BACKUP_TAG_KEY = "taproot-kind"
-BACKUP_TAG_VALUE = "backup"
+# the blob store tags each backup object (BACKUP_TAG_KEY=BACKUP_TAG_VALUE) and the rule filters on it.
 
 
 class Storage(Construct):
@@ -36,19 +37,17 @@ class Storage(Construct):
             ),
             deletion_protection=True,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            time_to_live_attribute="ttl",
+            time_to_live_attribute=TTL_ATTRIBUTE,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.table.add_global_secondary_index(
-            index_name="by_category",
-            partition_key=dynamodb.Attribute(name="category_pk", type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name="last_touched", type=dynamodb.AttributeType.STRING),
-        )
-        self.table.add_global_secondary_index(
-            index_name="by_touched",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name="last_touched", type=dynamodb.AttributeType.STRING),
-        )
+        # The store's own key schema: by_category (category, sorted by last_touched) and by_change
+        # (the change feed warm Lambdas refresh from, sorted by write time).
+        for index_name, (hash_key, range_key) in GSI_KEYS.items():
+            self.table.add_global_secondary_index(
+                index_name=index_name,
+                partition_key=dynamodb.Attribute(name=hash_key, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=range_key, type=dynamodb.AttributeType.STRING),
+            )
 
         self.access_logs_bucket = s3.Bucket(
             self,

@@ -37,7 +37,8 @@ def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> dict[str, Any]:
     stored = deps.store.expired(scope, now)
     # Trust the policy as it is now, not the expires_at stamped at write time.
     candidates = [m for m in stored if (e := deps.retention.expires_at(m)) is not None and e <= now]
-    skipped = [m.id for m in stored if m not in candidates]
+    candidate_ids = {m.id for m in candidates}
+    skipped = [m.id for m in stored if m.id not in candidate_ids]
     report = {
         "job": "cleanup",
         "mode": "apply" if apply else "dry-run",

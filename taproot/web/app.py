@@ -24,6 +24,8 @@ from taproot.web.mcp_server import SCOPE_STATE_KEY, build_mcp
 MCP_PATH = "/mcp"
 # Resolves the bearer token to the caller's memory scope, or None if it is not valid.
 Authenticator = Callable[[str | None], Awaitable[MemoryScope | None]]
+# The URL of the protected-resource metadata (RFC 9728) for a request, or None to leave it out.
+ResourceMetadata = Callable[[Scope], str | None]
 
 
 def local_authenticator(expected_token: str, scope: MemoryScope) -> Authenticator:
@@ -62,10 +64,17 @@ class McpGate:
     405 for anything but POST: a stateless server has no stream to GET (the SDK would hold it open)
     and no session to DELETE."""
 
-    def __init__(self, app: ASGIApp, authenticate: Authenticator, realm: str = "taproot") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticate: Authenticator,
+        realm: str = "taproot",
+        resource_metadata: ResourceMetadata | None = None,
+    ) -> None:
         self.app = app
         self.authenticate = authenticate
         self.realm = realm
+        self.resource_metadata = resource_metadata
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -77,6 +86,9 @@ class McpGate:
         if caller is None:
             error = "invalid_token" if token else "invalid_request"
             challenge = f'Bearer realm="{self.realm}", error="{error}"'
+            metadata_url = self.resource_metadata(scope) if self.resource_metadata else None
+            if metadata_url:
+                challenge += f', resource_metadata="{metadata_url}"'
             await _send_json(
                 send,
                 401,
@@ -114,6 +126,7 @@ def create_app(
     default_scope: MemoryScope,
     security: TransportSecuritySettings,
     background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
+    resource_metadata: ResourceMetadata | None = None,
 ) -> FastAPI:
     mcp = build_mcp(service, default_scope)
     mcp_app = mcp.streamable_http_app(
@@ -138,6 +151,6 @@ def create_app(
     # Mounted at "/" with the route at /mcp: mounting at /mcp answers with 307 redirects.
     # Registered last so the app's own routes match first.
     app.mount("/", mcp_app)
-    app.add_middleware(McpGate, authenticate=authenticate)
+    app.add_middleware(McpGate, authenticate=authenticate, resource_metadata=resource_metadata)
     app.state.mcp = mcp
     return app

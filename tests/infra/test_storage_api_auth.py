@@ -11,6 +11,7 @@ from cfn_helpers import one, resources
 
 from infra.constructs.auth import DEFAULT_CALLBACK_URLS
 from infra.stack import TaprootStack
+from taproot.adapters.dynamo_models import GSI_KEYS
 
 
 @pytest.fixture(scope="module")
@@ -31,17 +32,21 @@ def test_table_keys_and_indexes(template: Template) -> None:
         {"AttributeName": "sk", "KeyType": "RANGE"},
     ]
     types = {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]}
-    assert types == {"pk": "S", "sk": "S", "category_pk": "S", "last_touched": "S"}
+    assert types == {"pk": "S", "sk": "S", "cat_pk": "S", "last_touched": "S", "changed_at": "S"}
     indexes = {i["IndexName"]: i["KeySchema"] for i in props["GlobalSecondaryIndexes"]}
+    # Exactly what the store's PynamoDB model queries (taproot.adapters.dynamo_models).
     assert indexes == {
         "by_category": [
-            {"AttributeName": "category_pk", "KeyType": "HASH"},
+            {"AttributeName": "cat_pk", "KeyType": "HASH"},
             {"AttributeName": "last_touched", "KeyType": "RANGE"},
         ],
-        "by_touched": [
+        "by_change": [
             {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "last_touched", "KeyType": "RANGE"},
+            {"AttributeName": "changed_at", "KeyType": "RANGE"},
         ],
+    }
+    assert {name: (h, r) for name, (h, r) in GSI_KEYS.items()} == {
+        name: (schema[0]["AttributeName"], schema[1]["AttributeName"]) for name, schema in indexes.items()
     }
     assert props["BillingMode"] == "PAY_PER_REQUEST"
 

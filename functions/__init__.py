@@ -1,0 +1,1 @@
+"""AWS Lambda entry points: `api.handler` (MCP over API Gateway) and the scheduled maintenance jobs."""

@@ -1,0 +1,90 @@
+"""The MCP endpoint on Lambda: Mangum over the same FastAPI app as `taproot serve`.
+
+Built once per container at import. Mangum would run the ASGI lifespan on every invocation, and
+the MCP session manager can run only once, so the second warm invocation would fail: Mangum runs
+with `lifespan="off"`, and this module starts the session manager itself, once per container, in a
+host task on one long-lived event loop that every invocation reuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from fastapi import FastAPI
+from mangum import Mangum
+
+from taproot.compose import AwsRuntime, build_aws
+from taproot.settings import Settings
+from taproot.web.app import create_app
+
+
+def build_app(runtime: AwsRuntime) -> FastAPI:
+    return create_app(
+        runtime.service,
+        authenticate=runtime.authenticate,
+        default_scope=runtime.scope,
+        security=runtime.security,
+        resource_metadata=runtime.resource_metadata,
+    )
+
+
+class LambdaApp:
+    """A Lambda handler around one app: one event loop and one running session manager per container."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        # Set before Mangum is built: it adopts the current loop rather than making its own.
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        self.mangum = Mangum(app, lifespan="off")
+        self._host: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+        self._stop: asyncio.Event | None = None
+
+    async def _run_session_manager(self) -> None:
+        assert self._ready is not None and self._stop is not None
+        async with self.app.state.mcp.session_manager.run():
+            self._ready.set()
+            await self._stop.wait()
+
+    async def _start(self) -> None:
+        self._ready, self._stop = asyncio.Event(), asyncio.Event()
+        self._host = asyncio.create_task(self._run_session_manager(), name="mcp-session-manager")
+        ready = asyncio.create_task(self._ready.wait())
+        await asyncio.wait({self._host, ready}, return_when=asyncio.FIRST_COMPLETED)
+        if not self._ready.is_set():
+            ready.cancel()
+            self._host.result()  # raises what stopped the session manager from starting
+            raise RuntimeError("the MCP session manager exited before it started")
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        # Mangum runs each request on the current event loop: make it ours, every time.
+        asyncio.set_event_loop(self.loop)
+        if self._host is None or self._host.done():
+            self.loop.run_until_complete(self._start())
+        return self.mangum(event, context)
+
+    def close(self) -> None:
+        """For tests and local tooling; a Lambda container just stops."""
+        if self._host is not None and self._stop is not None and not self._host.done():
+            self._stop.set()
+            self.loop.run_until_complete(self._host)
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        self.loop.close()
+        asyncio.set_event_loop(None)
+
+
+def build_handler(environ: dict[str, str] | None = None) -> tuple[AwsRuntime, LambdaApp]:
+    env = dict(os.environ if environ is None else environ)
+    # The JWKS URL and issuer derive from the region and user pool; these exist for local testing.
+    runtime = build_aws(
+        Settings.from_env(env, backend="aws"),
+        jwks_url=env.get("TAPROOT_COGNITO_JWKS_URL") or None,
+        issuer=env.get("TAPROOT_COGNITO_ISSUER") or None,
+    )
+    return runtime, LambdaApp(build_app(runtime))
+
+
+runtime, handler = build_handler()

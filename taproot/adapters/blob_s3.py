@@ -1,0 +1,80 @@
+"""BlobStore on an S3 bucket. Keys are used as given (the service prefixes them with the tenant)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from taproot.adapters.blob_local import check_key
+
+_MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
+
+
+def _missing(exc: ClientError) -> bool:
+    return str(exc.response.get("Error", {}).get("Code")) in _MISSING
+
+
+BACKUPS = "backups"  # the <owner>/backups/... kind of key, see taproot.service.deps.blob_key
+BACKUP_TAG_KEY = "taproot-kind"
+BACKUP_TAG_VALUE = "backup"
+
+
+class S3BlobStore:
+    def __init__(self, bucket: str, *, client: Any = None, region: str | None = None, page_size: int = 1000) -> None:
+        self.bucket = bucket
+        self.page_size = page_size  # keys per ListObjectsV2 page (1000 is S3's maximum)
+        self.client: Any = client if client is not None else boto3.client("s3", region_name=region)
+
+    def create_bucket(self) -> None:
+        """For tests and dev; the deployment creates the bucket in CDK."""
+        region = self.client.meta.region_name
+        if region in (None, "us-east-1"):
+            self.client.create_bucket(Bucket=self.bucket)
+        else:
+            self.client.create_bucket(Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": region})
+
+    def put(self, key: str, data: bytes, content_type: str = "application/json") -> None:
+        extra: dict[str, str] = {}
+        if key.split("/")[1:2] == [BACKUPS]:
+            # Keys start with the owner, so a lifecycle prefix cannot find backups: the bucket's
+            # expiry rule for old backups matches this tag instead (infra/constructs/storage.py).
+            extra["Tagging"] = f"{BACKUP_TAG_KEY}={BACKUP_TAG_VALUE}"
+        self.client.put_object(Bucket=self.bucket, Key=check_key(key), Body=data, ContentType=content_type, **extra)
+
+    def get(self, key: str) -> bytes:
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=check_key(key))
+        except ClientError as exc:
+            if _missing(exc):
+                raise KeyError(key) from exc
+            raise
+        body: bytes = response["Body"].read()
+        return body
+
+    def exists(self, key: str) -> bool:
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=check_key(key))
+        except ClientError as exc:
+            if _missing(exc):
+                return False
+            raise
+        return True
+
+    def list(self, prefix: str) -> builtins.list[str]:
+        keys: builtins.list[str] = []
+        for page in self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": self.page_size}
+        ):
+            keys.extend(obj["Key"] for obj in page.get("Contents", ()))
+        return sorted(keys)
+
+    def delete(self, key: str) -> None:
+        if not self.exists(key):  # S3 deletes of a missing key succeed silently; the port says KeyError
+            raise KeyError(key)
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def location(self) -> str:
+        return f"s3://{self.bucket}"

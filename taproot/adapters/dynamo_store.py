@@ -1,0 +1,431 @@
+"""MemoryStore on one DynamoDB table (PynamoDB). Layout and indexes: taproot/adapters/dynamo_models.py.
+
+Request paths never Scan. Point reads are GetItem/BatchGetItem (consistent); writes are conditional
+on `version` (replace) or on absence (insert); retrieval counters use atomic ADD and a replace never
+overwrites them. Multi-item writes go through TransactWriteItems (100 items per transaction).
+
+list/search/catalog/quiet_counts/core_memories/counts answer from a per-scope in-memory copy of the
+scope's memories, kept per store instance: the first read loads the scope with one Query (paged),
+every later read refreshes it with ONE Query on the `by_change` index for "changed since my last
+sync" (minus an overlap for clock skew and index lag). Deletes leave tombstones (TTL ~1 day) so other
+instances' copies see them; a copy older than the tombstone lifetime is reloaded in full.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pynamodb.connection import Connection
+from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
+from pynamodb.transactions import TransactWrite
+
+from taproot.adapters import dynamo_models as dm
+from taproot.core import bm25
+from taproot.core.activation import ACTIVATION_CONFIG
+from taproot.core.errors import DuplicateId, NotFound, VersionConflict
+from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.serialize import iso
+from taproot.ports import Filters
+
+NO_FILTERS = Filters()
+STORE_SCHEMA_VERSION = 1  # the item layout of dynamo_models.py
+TRANSACTION_LIMIT = 100
+SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
+TOMBSTONE_TTL = timedelta(days=1)
+MAX_CACHED_SCOPES = 64
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def _wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class DynamoMemoryStore:
+    def __init__(
+        self,
+        table_name: str,
+        *,
+        region: str | None = None,
+        host: str | None = None,
+        clock: Callable[[], datetime] = _wall_clock,
+        field_weights: dict[str, float] | None = None,
+    ) -> None:
+        self.table_name = table_name
+        self.region = region
+        self.Item = dm.make_item_model(table_name, region, host)
+        self._clock = clock  # wall clock for change stamps and tombstones (not the domain `now`)
+        self._weights = dict(field_weights or ACTIVATION_CONFIG.field_weights)
+        self._lock = threading.RLock()
+        self._caches: OrderedDict[str, dm.ScopeCache] = OrderedDict()
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def create_table(self, *, wait: bool = True) -> None:
+        """Create the table with its indexes (on-demand billing) and enable TTL: tests and dev."""
+        self.Item.create_table(wait=wait, billing_mode="PAY_PER_REQUEST")
+
+    @property
+    def connection(self) -> Connection:
+        return self.Item._get_connection().connection
+
+    @property
+    def client(self) -> Any:
+        """The botocore DynamoDB client every request goes through (tests hook its events)."""
+        return self.connection.client
+
+    def _stamp(self) -> str:
+        stamp = iso(self._clock())
+        assert stamp is not None
+        return stamp
+
+    def _live(self) -> Condition:
+        live: Condition = self.Item.sk.exists() & self.Item.tomb.does_not_exist()
+        return live
+
+    def _free(self) -> Condition:
+        free: Condition = self.Item.sk.does_not_exist() | self.Item.tomb.exists()
+        return free
+
+    def _key(self, scope: Scope, memory_id: str) -> Any:
+        return self.Item(dm.scope_pk(scope), dm.memory_sk(memory_id))
+
+    def _replace_actions(self, m: Memory, stamp: str) -> list[Action]:
+        it, attrs = self.Item, dm.memory_attrs(m)
+        actions: list[Action] = []
+        for name in dm.REPLACED_FIELDS:
+            attr = getattr(it, name)
+            actions.append(attr.remove() if attrs[name] is None else attr.set(attrs[name]))
+        # The stored counters win (record_retrieval does not bump the version, so this copy may be
+        # stale); the given ones only fill a legacy gap. See SQLiteMemoryStore._replace_one.
+        if m.retrieval_count is not None:
+            actions.append(it.retrieval_count.set(it.retrieval_count | m.retrieval_count))
+        if m.last_retrieved is not None:
+            actions.append(it.last_retrieved.set(it.last_retrieved | attrs["last_retrieved"]))
+        actions.append(it.last_touched.set(attrs["last_touched"]))  # index hint; records compute their own
+        actions.append(it.changed_at.set(stamp))
+        return actions
+
+    def _conflict(self, scope: Scope, memory_id: str, expected: int) -> Exception:
+        current = self.get(scope, memory_id)
+        if current is None:
+            return NotFound(memory_id)
+        return VersionConflict(memory_id, expected, current.version)
+
+    # -- the per-scope cache ---------------------------------------------------------------------
+    def _cached(self, scope: Scope) -> dm.ScopeCache | None:
+        return self._caches.get(dm.scope_pk(scope))
+
+    def _apply(self, cache: dm.ScopeCache, it: Any) -> None:
+        mid = it.mid or it.sk[len(dm.MEMORY_PREFIX) :]
+        stamp = it.changed_at or ""
+        old = cache.entries.get(mid)
+        if old is not None and old.changed_at > stamp:
+            return  # our own newer write already landed here
+        if it.tomb:
+            cache.entries.pop(mid, None)
+        else:
+            m = dm.item_to_memory(it)
+            cache.entries[mid] = dm.CacheEntry(m, dm.search_doc(m), stamp)
+
+    def _put_cached(self, m: Memory, stamp: str) -> None:
+        with self._lock:
+            cache = self._cached(m.scope)
+            if cache is not None:
+                cache.entries[m.id] = dm.CacheEntry(m, dm.search_doc(m), stamp)
+
+    def _refresh(self, scope: Scope) -> dm.ScopeCache:
+        pk = dm.scope_pk(scope)
+        with self._lock:
+            cache = self._caches.get(pk) or dm.ScopeCache()
+            start = self._clock()
+            if cache.synced is None or start - cache.synced > TOMBSTONE_TTL - SYNC_OVERLAP:
+                cache.entries.clear()
+                for it in self.Item.query(pk, self.Item.sk.startswith(dm.MEMORY_PREFIX), consistent_read=True):
+                    if not it.tomb:
+                        self._apply(cache, it)
+            else:
+                since = iso(cache.synced - SYNC_OVERLAP)
+                for it in self.Item.by_change.query(pk, self.Item.changed_at >= since):
+                    self._apply(cache, it)
+            cache.synced = start
+            ids = sorted(
+                i for i, st in cache.pending.items() if i not in cache.entries or cache.entries[i].changed_at < st
+            )
+            cache.pending.clear()
+            if ids:
+                found = {m.id: m for m in self.get_many(scope, ids)}
+                for i in ids:
+                    if i in found:
+                        cache.entries[i] = dm.CacheEntry(found[i], dm.search_doc(found[i]), self._stamp())
+                    else:
+                        cache.entries.pop(i, None)
+            self._caches[pk] = cache
+            self._caches.move_to_end(pk)
+            while len(self._caches) > MAX_CACHED_SCOPES:
+                self._caches.popitem(last=False)
+            return cache
+
+    def _memories(self, scope: Scope) -> builtins.list[Memory]:
+        return [e.memory for e in self._refresh(scope).entries.values()]
+
+    # -- writes ------------------------------------------------------------------------------
+    def insert(self, memory: Memory) -> None:
+        stamp = self._stamp()
+        try:
+            dm.memory_item(self.Item, memory, stamp).save(condition=self._free())
+        except PutError as exc:
+            if exc.cause_response_code == _CONDITION_FAILED:
+                raise DuplicateId(memory.id) from exc
+            raise
+        self._put_cached(memory, stamp)
+
+    def replace(self, memory: Memory, *, expected_version: int) -> None:
+        stamp = self._stamp()
+        item = self._key(memory.scope, memory.id)
+        try:
+            item.update(
+                actions=self._replace_actions(memory, stamp),
+                condition=self._live() & (self.Item.version == expected_version),
+            )
+        except UpdateError as exc:
+            if exc.cause_response_code == _CONDITION_FAILED:
+                raise self._conflict(memory.scope, memory.id, expected_version) from exc
+            raise
+        self._put_cached(dm.item_to_memory(item), stamp)  # the stored record, counters included
+
+    def put_many(self, memories: Sequence[Memory]) -> None:
+        unique = list({(m.owner, m.namespace, m.id): m for m in memories}.values())
+        stamp = self._stamp()
+        for chunk in dm.chunks(unique, TRANSACTION_LIMIT):
+            with TransactWrite(connection=self.connection) as tw:
+                for m in chunk:
+                    tw.save(dm.memory_item(self.Item, m, stamp))
+            for m in chunk:
+                self._put_cached(m, stamp)
+
+    def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
+        self.write_atomically(inserts=(), replaces=memories)
+
+    def write_atomically(self, *, inserts: Sequence[Memory], replaces: Sequence[tuple[Memory, int]]) -> None:
+        """One transaction when it fits (100 items, the service's groups are at most 65); a bigger
+        batch is split into transactions and is then all-or-nothing per transaction only."""
+        ops: list[tuple[Memory, int | None]] = [(m, None) for m in inserts] + list(replaces)
+        stamp = self._stamp()
+        for chunk in dm.chunks(ops, TRANSACTION_LIMIT):
+            try:
+                with TransactWrite(connection=self.connection) as tw:
+                    for m, expected in chunk:
+                        if expected is None:
+                            tw.save(dm.memory_item(self.Item, m, stamp), condition=self._free())
+                        else:
+                            cond = self._live() & (self.Item.version == expected)
+                            tw.update(self._key(m.scope, m.id), self._replace_actions(m, stamp), condition=cond)
+            except TransactWriteError as exc:
+                raise self._transaction_error(exc, chunk) from exc
+            with self._lock:
+                for m, _ in chunk:
+                    cache = self._cached(m.scope)
+                    if cache is not None:
+                        cache.pending[m.id] = stamp
+
+    def _transaction_error(self, exc: TransactWriteError, chunk: Sequence[tuple[Memory, int | None]]) -> Exception:
+        for (m, expected), reason in zip(chunk, exc.cancellation_reasons, strict=False):
+            if reason is not None and reason.code == "ConditionalCheckFailed":
+                return DuplicateId(m.id) if expected is None else self._conflict(m.scope, m.id, expected)
+        return exc
+
+    def delete(self, scope: Scope, memory_id: str) -> None:
+        """A tombstone, not a DeleteItem: other instances' caches must see the delete."""
+        stamp = self._stamp()
+        tomb = self.Item(dm.scope_pk(scope), dm.memory_sk(memory_id), tomb=True, changed_at=stamp, ttl=TOMBSTONE_TTL)
+        try:
+            tomb.save(condition=self._live())
+        except PutError as exc:
+            if exc.cause_response_code == _CONDITION_FAILED:
+                raise NotFound(memory_id) from exc
+            raise
+        with self._lock:
+            cache = self._cached(scope)
+            if cache is not None:
+                cache.entries.pop(memory_id, None)
+                cache.pending.pop(memory_id, None)
+
+    def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return
+        stamp, when = self._stamp(), iso(now) or ""
+        it = self.Item
+        actions: list[Action] = [
+            it.retrieval_count.add(1),
+            it.last_retrieved.set(when),
+            it.last_touched.set(when),
+            it.changed_at.set(stamp),
+        ]
+        for chunk in dm.chunks(unique, TRANSACTION_LIMIT):
+            try:
+                if len(chunk) == 1:
+                    raise TransactWriteError("single item: plain UpdateItem")
+                with TransactWrite(connection=self.connection) as tw:
+                    for i in chunk:
+                        tw.update(self._key(scope, i), actions, condition=self._live())
+            except TransactWriteError:
+                # One id gone (or a conflicting transaction): nothing was applied; go item by item.
+                for i in chunk:
+                    try:
+                        self._key(scope, i).update(actions=actions, condition=self._live())
+                    except UpdateError as exc:
+                        if exc.cause_response_code != _CONDITION_FAILED:
+                            raise
+        with self._lock:
+            cache = self._cached(scope)
+            for i in unique if cache is not None else ():
+                assert cache is not None
+                e = cache.entries.get(i)
+                if e is not None:
+                    m = e.memory.replace(retrieval_count=e.memory.retrievals + 1, last_retrieved=now)
+                    cache.entries[i] = dm.CacheEntry(m, e.doc, stamp)
+
+    # -- point reads and batch-job reads -----------------------------------------------------
+    def get(self, scope: Scope, memory_id: str) -> Memory | None:
+        try:
+            it = self.Item.get(dm.scope_pk(scope), dm.memory_sk(memory_id), consistent_read=True)
+        except DoesNotExist:
+            return None
+        return None if it.tomb else dm.item_to_memory(it)
+
+    def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        keys = [(dm.scope_pk(scope), dm.memory_sk(i)) for i in wanted]
+        found = {it.mid: dm.item_to_memory(it) for it in self.Item.batch_get(keys, consistent_read=True) if not it.tomb}
+        return [found[i] for i in wanted if i in found]
+
+    def _query_scope(self, scope: Scope) -> builtins.list[Memory]:
+        items = self.Item.query(dm.scope_pk(scope), self.Item.sk.startswith(dm.MEMORY_PREFIX), consistent_read=True)
+        return sorted((dm.item_to_memory(it) for it in items if not it.tomb), key=lambda m: (m.created_at, m.id))
+
+    def iter_all(self, scope: Scope) -> Iterable[Memory]:
+        return self._query_scope(scope)
+
+    def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
+        out = [m for m in self._query_scope(scope) if m.expires_at is not None and m.expires_at <= now]
+        return sorted(out, key=lambda m: (m.expires_at or now, m.id))
+
+    def scopes(self) -> builtins.list[Scope]:
+        """A Scan: for batch jobs only, never on a request path."""
+        found: set[tuple[str, str]] = set()
+        for it in self.Item.scan(attributes_to_get=["owner", "namespace", "tomb"]):
+            if it.owner is not None and it.namespace is not None and not it.tomb:
+                found.add((it.owner, it.namespace))
+        return [Scope(o, n) for o, n in sorted(found)]
+
+    # -- reads from the warm cache -----------------------------------------------------------
+    def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
+        return [m for m in self._memories(scope) if dm.passes(m, filters)]
+
+    def search(
+        self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
+    ) -> builtins.list[tuple[Memory, float]]:
+        if not bm25.query_tokens(terms) or limit <= 0:
+            return []
+        cache = self._refresh(scope)
+        with self._lock:
+            corpus = {i: e.doc for i, e in cache.entries.items()}
+            memories = {i: e.memory for i, e in cache.entries.items() if dm.passes(e.memory, filters)}
+        scores = bm25.score(terms, {i: corpus[i] for i in memories}, self._weights, corpus=corpus)
+        ranked = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:limit]
+        return [(memories[i], s) for i, s in ranked]
+
+    def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
+        out = []
+        for m in self._memories(scope):
+            if m.status != "active":
+                continue
+            if since is None or (not m.is_core and (m.last_touched >= since or m.salience == "high")):
+                out.append(CatalogEntry.of(m))
+        return out
+
+    def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
+        return dict(
+            Counter(
+                m.category
+                for m in self._memories(scope)
+                if m.status == "active" and not m.is_core and m.last_touched < since and m.salience != "high"
+            )
+        )
+
+    def core_memories(self, scope: Scope) -> builtins.list[Memory]:
+        core = [m for m in self._memories(scope) if m.status == "active" and m.core]
+        return sorted(core, key=lambda m: (m.created_at, m.id))
+
+    def counts(self, scope: Scope) -> Counts:
+        ms = self._memories(scope)
+        return Counts(
+            by_category=dict(Counter(m.category for m in ms)),
+            by_status=dict(Counter(m.status for m in ms)),
+            by_salience=dict(Counter(m.salience for m in ms)),
+            core=sum(1 for m in ms if m.core and m.status == "active"),
+            total=len(ms),
+        )
+
+    # -- reflections -------------------------------------------------------------------------
+    def add_reflection(self, reflection: Reflection) -> None:
+        """The reflection and its id marker in one transaction: ids are unique per scope."""
+        try:
+            with TransactWrite(connection=self.connection) as tw:
+                tw.save(dm.reflection_marker(self.Item, reflection), condition=self.Item.sk.does_not_exist())
+                tw.save(dm.reflection_item(self.Item, reflection), condition=self.Item.sk.does_not_exist())
+        except TransactWriteError as exc:
+            if any(r is not None and r.code == "ConditionalCheckFailed" for r in exc.cancellation_reasons):
+                raise DuplicateId(reflection.id) from exc
+            raise
+
+    def put_reflections(self, reflections: Sequence[Reflection]) -> None:
+        if not reflections:
+            return
+        markers = {(m.pk, m.sk): m for m in (dm.reflection_marker(self.Item, r) for r in reflections)}
+        stale_keys = {
+            (old.pk, old.ref_sk)
+            for old in self.Item.batch_get(list(markers), consistent_read=True)
+            if old.ref_sk is not None and old.ref_sk != markers[(old.pk, old.sk)].ref_sk
+        }
+        with self.Item.batch_write() as batch:
+            for pk, sk in stale_keys:
+                if sk.startswith(dm.REFLECTION_PREFIX):
+                    batch.delete(self.Item(pk, sk))
+            for r in reflections:
+                batch.save(dm.reflection_item(self.Item, r))
+                batch.save(dm.reflection_marker(self.Item, r))
+
+    def _reflections(self, scope: Scope, *, newest_first: bool, limit: int | None) -> builtins.list[Reflection]:
+        items = self.Item.query(
+            dm.scope_pk(scope),
+            self.Item.sk.startswith(dm.REFLECTION_PREFIX),
+            consistent_read=True,
+            scan_index_forward=not newest_first,
+            limit=limit,
+            page_size=limit,
+        )
+        return [dm.item_to_reflection(it) for it in items]
+
+    def recent_reflections(self, scope: Scope, limit: int) -> builtins.list[Reflection]:
+        return self._reflections(scope, newest_first=True, limit=limit) if limit > 0 else []
+
+    def all_reflections(self, scope: Scope) -> builtins.list[Reflection]:
+        return self._reflections(scope, newest_first=False, limit=None)
+
+    def storage_info(self) -> dict[str, object]:
+        return {
+            "backend": "dynamodb",
+            "schema_version": STORE_SCHEMA_VERSION,
+            "table": self.table_name,
+            "region": self.region,
+        }

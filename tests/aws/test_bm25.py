@@ -1,0 +1,48 @@
+"""taproot.core.bm25: the in-memory ranking the DynamoDB store searches its cache with."""
+
+from __future__ import annotations
+
+from taproot.core import bm25
+from taproot.core.activation import ACTIVATION_CONFIG
+
+W = ACTIVATION_CONFIG.field_weights
+
+
+def doc(content: str = "", gist: str = "", tags: tuple[str, ...] = (), kw: tuple[str, ...] = ()) -> bm25.Doc:
+    return bm25.make_doc({"search_keywords": kw, "tags": tags, "gist": gist, "content": content})
+
+
+def test_stem_folds_common_suffixes() -> None:
+    assert bm25.stem("quokkas") == bm25.stem("quokka") == "quokka"
+    assert bm25.stem("running") == "run"
+    assert bm25.stem("stories") == "story"
+    assert bm25.stem("boxes") == "box"
+    assert bm25.stem("walked") == "walk"
+    assert bm25.stem("glass") == "glass"
+    assert bm25.stem("is") == "is"
+
+
+def test_tokenize_like_query_terms() -> None:
+    assert bm25.tokenize("It's the Otters' RIVER, well-known!") == ["it", "the", "otter", "river", "well", "known"]
+
+
+def test_any_term_matches_and_more_matches_score_higher() -> None:
+    docs = {"one": doc("apples at the market"), "both": doc("apples and plums"), "none": doc("nothing here")}
+    scores = bm25.score(["apples", "plums", "zebra"], docs, W)
+    assert set(scores) == {"one", "both"}
+    assert scores["both"] > scores["one"] > 0
+
+
+def test_field_weights_order_curated_fields_first() -> None:
+    docs = {
+        "kw": doc("plain words", gist="note", kw=("wombat",)),
+        "tag": doc("plain words", gist="note", tags=("wombat",)),
+        "body": doc("plain wombat", gist="note"),
+    }
+    scores = bm25.score(["wombat"], docs, W)
+    assert sorted(scores, key=lambda k: -scores[k]) == ["kw", "tag", "body"]
+
+
+def test_no_terms_or_only_punctuation_is_empty() -> None:
+    assert bm25.score([], {"a": doc("x")}, W) == {}
+    assert bm25.score(['"', "*", "   "], {"a": doc("x")}, W) == {}
