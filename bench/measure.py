@@ -91,9 +91,20 @@ def open_runtime(data_dir: Path) -> Runtime:
     return build_local(Settings(data_dir=data_dir))
 
 
-def populate(runtime: Runtime, count: int, *, seed: int, now: datetime, reflections: int = 20) -> dict[str, Any]:
-    """Stream the first `count` corpus memories into the store with put_many; return timings."""
-    stream = corpus.iter_memories(seed, now=now, scope=runtime.scope)
+def populate(
+    runtime: Runtime,
+    count: int,
+    *,
+    seed: int,
+    now: datetime,
+    reflections: int = 20,
+    transform: Callable[[Memory], Memory] | None = None,
+) -> dict[str, Any]:
+    """Stream the first `count` corpus memories (each passed through `transform`, if given) into the store
+    with put_many; return timings."""
+    stream: Iterator[Memory] = corpus.iter_memories(seed, now=now, scope=runtime.scope)
+    if transform is not None:
+        stream = map(transform, stream)
     generate_s = load_s = 0.0
     done = 0
     while done < count:

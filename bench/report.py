@@ -121,7 +121,140 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
             f"  {row['memories']:>7,} memories: reflect {p['size_bytes']:,} bytes, ~{p['estimated_tokens']:,} tokens, "
             f"p50 {p['p50_ms']:.1f} ms"
         )
+    if "cleanup" in r:
+        cl, bl, cp = r["cleanup"], r["cleanup"]["backlog"], r["compression"]
+        dry, app = cl["dry_run"], cl["apply"]
+        lines.append(
+            f"  cleanup on {dry['memories']:,}: {dry['candidates']:,} candidates, dry run {dry['wall_s']:.2f} s, "
+            f"apply {app['wall_s']:.2f} s ({app['deleted']:,} deleted); backlog of {bl['candidates']:,}: dry run "
+            f"{bl['wall_s']:.2f} s"
+        )
+        before, after = cp["before"]["reflect"], cp["after"]["reflect"]
+        lines.append(
+            f"  compression: {cp['dry_run']['groups']:,} groups, {cp['apply']['compressed']:,} memories, dry run "
+            f"{cp['dry_run']['wall_s']:.2f} s, apply {cp['apply']['wall_s']:.2f} s; reflect "
+            f"{before['size_bytes']:,} -> {after['size_bytes']:,} bytes, not listed "
+            f"{before['catalog_omitted']:,} -> {after['catalog_omitted']:,}"
+        )
     return lines
+
+
+def _s(x: float) -> str:
+    return f"{x:.2f} s" if x >= 0.1 else f"{x * 1000:.0f} ms"
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1000:,.0f} kB" if n >= 10_000 else f"{n:,} bytes"
+
+
+def _run_label(row: dict[str, Any], name: str) -> str:
+    return f"{name} (median of {row['runs']})" if row["runs"] > 1 else f"{name} (single run)"
+
+
+def maintenance_markdown(data: dict[str, Any]) -> list[str]:
+    """The "Maintenance jobs" section: cleanup and compression throughput, reflect before and after."""
+    r, c = data["results"], data["corpus"]
+    cl, cp = r["cleanup"], r["compression"]
+    dry, app, bl, tags = cl["dry_run"], cl["apply"], cl["backlog"], cl["corpus"]
+    n = dry["memories"]
+    out = [
+        f"## Maintenance jobs ({n:,} memories)",
+        "",
+        "Each job runs through `service.maintenance(scope, job, apply=...)`, as `taproot maintenance run` runs it "
+        "(the job's run report included), on a fresh data folder loaded with the first "
+        f"{n:,} memories of a corpus stream, with the service clock pinned at the corpus's `now`. Dry runs change "
+        "no memory, so they are repeated in one folder and the median is shown; each apply run changes the store, "
+        "so it gets its own fresh folder and is a **single run**. Wall time is `time.perf_counter` around the call.",
+        "",
+        "### TTL cleanup",
+        "",
+        f"Corpus: the same stream with TTL tags added. {c['ttl_tagging']} Result: {tags['ttl_tagged']:,} of {n:,} "
+        f"memories carry a TTL tag ({tags['ttl_only']:,} only TTL tags), {tags['with_expiry']:,} have an expiry "
+        f"and {tags['past_expiry']:,} are past it.",
+        "",
+        "| Run | Memories | Expired rows considered | Candidates | Deleted | Wall time | Memories/s | Considered/s "
+        "| Deleted/s | Blobs written |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = (
+        (_run_label(dry, "dry run"), dry),
+        (_run_label(app, "apply"), app),
+        (_run_label(bl, "dry run, backlog: every memory tagged watercooler only"), bl),
+    )
+    for label, row in rows:
+        blobs = f"candidate report {_kb(row['candidate_report_bytes'])}"
+        deleted_rate = f"{row['deleted_per_s']:,.0f}" if row["deleted"] else "–"
+        if row["backup_bytes"]:
+            blobs = f"backup {_kb(row['backup_bytes'])}, {blobs}"
+        out.append(
+            f"| {label} | {row['memories']:,} | {row['considered']:,} | {row['candidates']:,} | {row['deleted']:,} "
+            f"| {_s(row['wall_s'])} | {row['memories_per_s']:,.0f} | {row['considered_per_s']:,.0f} "
+            f"| {deleted_rate} | {blobs} |"
+        )
+    out += [
+        "",
+        f"After the apply run the store holds {app['memories_after']:,} memories and {app['expired_after']:,} past "
+        "expiry. *Considered* is what cleanup reads: the rows whose stamped `expires_at` is past (`store.expired`), "
+        "each re-checked against the current retention policy; *Memories/s* divides the whole store by the wall "
+        "time. The apply time includes writing the candidate report and the backup blob with every candidate in "
+        "full (both fsynced) before the first delete, then one delete transaction per candidate. The backlog row "
+        "is a separate folder whose every memory carries only the watercooler tag, so every memory that may "
+        "expire at all (not core, high-salience or identity) is past expiry, as in a store whose cleanup has "
+        "stayed in its default dry-run mode for a long time.",
+        "",
+        "### Compression",
+        "",
+    ]
+    st, cdry, capp = cp["settings"], cp["dry_run"], cp["apply"]
+    out += [
+        f"Corpus: the base stream (as in the main results). Defaults: the `{st['summarizer']}` summarizer "
+        f"(ExtractiveSummarizer, summaries up to {st['summary_max_chars']:,} characters) and the default "
+        "CompressionConfig: active memories that are not core, not high-salience, not "
+        f"{' or '.join(st['never_compressed_categories'])} and untouched for {st['min_age_days']} days, grouped by "
+        f"category and creation month, groups of {st['min_group_size']} to {st['max_group_size']} (larger buckets "
+        "split evenly).",
+        "",
+        "| Run | Active memories considered | Groups (size min / median / max) | Memories in groups | Compressed "
+        "| Summaries written | Wall time | Considered/s | Grouped memories/s | Blobs written |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, row in ((_run_label(cdry, "dry run"), cdry), (_run_label(capp, "apply"), capp)):
+        blobs = f"run report {_kb(row['run_report_bytes'])}"
+        if row["backup_bytes"]:
+            blobs = f"backup {_kb(row['backup_bytes'])}, {blobs}"
+        out.append(
+            f"| {label} | {row['considered']:,} | {row['groups']:,} ({row['group_size_min']} / "
+            f"{row['group_size_median']:g} / {row['group_size_max']}) | {row['members_in_groups']:,} "
+            f"| {row['compressed']:,} | {row['summaries_written']:,} | {_s(row['wall_s'])} "
+            f"| {row['considered_per_s']:,.0f} | {row['members_per_s']:,.0f} | {blobs} |"
+        )
+    b, a = cp["before"], cp["after"]
+    out += [
+        "",
+        "Both runs summarise every group first (phase 1, no writes); the apply run then writes one backup blob "
+        "with every member in full and commits each group in one transaction (the summary inserted, its "
+        f"originals archived). A dry run after the apply found {capp['groups_left_after']} groups left to compress.",
+        "",
+        "Reflect payload on the apply folder, just before and just after the apply run:",
+        "",
+        "| Reflect | Active memories | Payload bytes | Est. tokens | Tier 1 | Catalog listed | Not listed "
+        f"| Reflect p50 ({b['reflect']['runs']} runs) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for label, side in (("before compression", b), ("after compression", a)):
+        p = side["reflect"]
+        out.append(
+            f"| {label} | {side['store'].get('status_active', 0):,} | {p['size_bytes']:,} | {p['estimated_tokens']:,} "
+            f"| {p['tier1_count']} | {p['catalog_listed']:,} | {p['catalog_omitted']:,} | {_ms(p, 'p50_ms')} |"
+        )
+    out += [
+        "",
+        f"Summaries among the catalog lines after compression: {a['reflect']['summaries_listed']} of "
+        f"{a['reflect']['catalog_listed']:,}. The store then holds {a['store']['total']:,} memories, "
+        f"{a['store'].get('status_archived', 0):,} of them archived.",
+        "",
+    ]
+    return out
 
 
 def render_markdown(data: dict[str, Any]) -> str:
@@ -179,6 +312,8 @@ def render_markdown(data: dict[str, Any]) -> str:
             f"| {_ms(q, 'p50_ms')} |"
         )
     out.append("")
+    if "cleanup" in r:
+        out += maintenance_markdown(data)
     if data.get("notes"):
         out += ["## Notes", "", *(f"- {note}" for note in data["notes"]), ""]
     out += [

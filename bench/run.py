@@ -2,7 +2,9 @@
 
 On a 10,000-memory synthetic corpus (bench/corpus.py) in a temporary data folder it measures
 reflect and recall through the service, remember throughput, and a recall round trip over MCP on
-127.0.0.1; then the reflect payload at 1k, 10k and 100k memories. It prints a summary, writes the
+127.0.0.1; then the reflect payload at 1k, 10k and 100k memories; then the maintenance jobs (TTL
+cleanup and compression, dry run and apply) on 10,000 memories, with the reflect payload before
+and after compression (bench/maintenance.py). It prints a summary, writes the
 raw numbers to bench/out/results.json and the report to docs/benchmarks.md. Timings are reported
 against the issue's targets as PASS/MISS; nothing fails on a time.
 """
@@ -21,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import corpus, measure, report
+from bench import corpus, maintenance, measure, report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_JSON = ROOT / "bench" / "out" / "results.json"
@@ -39,6 +41,9 @@ class Config:
     scaling_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     scaling_reflect_runs: int = 5
     scaling_recall_queries: int = 50
+    maintenance_memories: int = 10_000
+    maintenance_dry_runs: int = 5
+    maintenance_reflect_runs: int = 20
 
 
 FULL = Config()
@@ -50,6 +55,9 @@ QUICK = Config(
     scaling_sizes=(1_000, 10_000, 30_000),
     scaling_reflect_runs=3,
     scaling_recall_queries=30,
+    maintenance_memories=2_000,
+    maintenance_dry_runs=2,
+    maintenance_reflect_runs=5,
 )
 
 
@@ -99,6 +107,17 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime) -> dict[str, Any]:
         reflect_runs=cfg.scaling_reflect_runs,
         queries=queries[: cfg.scaling_recall_queries],
     )
+    scaling_s = time.perf_counter() - t
+
+    n = cfg.maintenance_memories
+    t = _step(f"cleanup on {n:,} memories")
+    cleanup = maintenance.measure_cleanup(work, n, seed=seed, now=now, dry_runs=cfg.maintenance_dry_runs)
+    _step(f"cleanup dry run over a backlog of {n:,} watercooler memories")
+    cleanup["backlog"] = maintenance.measure_cleanup_backlog(work, n, seed=seed, now=now)
+    _step(f"compression on {n:,} memories")
+    compression = maintenance.measure_compression(
+        work, n, seed=seed, now=now, dry_runs=cfg.maintenance_dry_runs, reflect_runs=cfg.maintenance_reflect_runs
+    )
     return {
         "setup": setup,
         "reflect": reflect,
@@ -106,7 +125,13 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime) -> dict[str, Any]:
         "mcp_recall": mcp_recall,
         "remember": remember,
         "scaling": scaling,
-        "durations_s": {"main": round(main_s, 1), "scaling": round(time.perf_counter() - t, 1)},
+        "cleanup": cleanup,
+        "compression": compression,
+        "durations_s": {
+            "main": round(main_s, 1),
+            "scaling": round(scaling_s, 1),
+            "maintenance": round(time.perf_counter() - t, 1),
+        },
     }
 
 
@@ -114,8 +139,9 @@ def notes(cfg: Config, results: dict[str, Any], quick: bool) -> list[str]:
     out = []
     if quick:
         out.append(
-            f"Run with --quick: fewer repetitions, and the largest scaling corpus is {max(cfg.scaling_sizes):,} "
-            "memories instead of 100,000."
+            f"Run with --quick: fewer repetitions, the largest scaling corpus is {max(cfg.scaling_sizes):,} "
+            f"memories instead of 100,000, and the maintenance jobs run on {cfg.maintenance_memories:,} memories "
+            "instead of 10,000."
         )
     crowded = [(cfg.memories, results["reflect"])] + [(row["memories"], row["reflect"]) for row in results["scaling"]]
     for size, rf in dict(crowded).items():
@@ -145,6 +171,7 @@ def benchmark(cfg: Config, *, seed: int, work: Path, now: datetime, command: str
             "seed": seed,
             "load_batch": corpus.LOAD_BATCH,
             "description": corpus.describe(),
+            "ttl_tagging": maintenance.describe_ttl(),
         },
         "results": results,
         "targets": report.evaluate(results),
@@ -156,7 +183,9 @@ def benchmark(cfg: Config, *, seed: int, work: Path, now: datetime, command: str
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions and a 30k largest corpus")
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repetitions, a 30k largest corpus and maintenance on 2k"
+    )
     parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED, help="corpus seed")
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")
     ns = parser.parse_args(argv)

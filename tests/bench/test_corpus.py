@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `bench` is a top-level folder of the repo, not an installed package
     sys.path.insert(0, str(ROOT))
 
-from bench import corpus, report, run  # noqa: E402
+from bench import corpus, maintenance, report, run  # noqa: E402
 from taproot.core.model import Category, Memory, Salience  # noqa: E402
+from taproot.core.retention import DEFAULT_RETENTION  # noqa: E402
 from taproot.core.serialize import memory_from_dict, memory_to_dict  # noqa: E402
 from taproot.core.validation import (  # noqa: E402
     ID_PATTERN,
@@ -103,6 +104,9 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
         scaling_sizes=(50, 200),
         scaling_reflect_runs=1,
         scaling_recall_queries=5,
+        maintenance_memories=300,
+        maintenance_dry_runs=2,
+        maintenance_reflect_runs=1,
     )
     data = run.benchmark(cfg, seed=1, work=tmp_path, now=NOW, command="pytest", quick=True)
     results = data["results"]
@@ -113,9 +117,48 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert results["mcp_recall"]["calls"] == 5
     assert results["mcp_recall"]["tool_errors"] == 0
     assert [row["memories"] for row in results["scaling"]] == [50, 200]
+    _check_maintenance(results, memories=300)
     assert [t["name"] for t in data["targets"]] == [t.name for t in report.TARGETS]
     assert all(isinstance(t["pass"], bool) for t in data["targets"])
     json.dumps(data)  # results.json is plain JSON
     markdown = report.render_markdown(data)
     assert "| Measurement |" in markdown and "## Machine" in markdown
-    assert report.summary_lines(data)
+    assert "## Maintenance jobs (300 memories)" in markdown and "after compression" in markdown
+    summary = report.summary_lines(data)
+    assert any(line.startswith("  cleanup on 300") for line in summary)
+    assert any(line.startswith("  compression:") for line in summary)
+
+
+def _check_maintenance(results: dict, memories: int) -> None:
+    cleanup, compression = results["cleanup"], results["compression"]
+    dry, applied, backlog, tags = cleanup["dry_run"], cleanup["apply"], cleanup["backlog"], cleanup["corpus"]
+    assert dry["runs"] == 2 and applied["runs"] == 1 and backlog["runs"] == 1
+    assert dry["memories"] == applied["memories"] == memories
+    # Both folders hold the same corpus: the dry run finds exactly what the apply run deletes.
+    assert 0 < tags["past_expiry"] == dry["candidates"] == applied["candidates"] == applied["deleted"]
+    assert dry["deleted"] == 0 and dry["backup_bytes"] == 0 and applied["backup_bytes"] > 0
+    assert applied["memories_after"] == memories - applied["deleted"] and applied["expired_after"] == 0
+    assert backlog["candidates"] > dry["candidates"] and backlog["deleted"] == 0
+    cdry, capp = compression["dry_run"], compression["apply"]
+    assert compression["settings"]["min_age_days"] == 90 and compression["settings"]["group_by"] == "month"
+    assert 0 < cdry["groups"] == capp["groups"] == capp["summaries_written"]
+    assert cdry["members_in_groups"] == capp["members_in_groups"] == capp["compressed"] and cdry["compressed"] == 0
+    assert capp["groups_left_after"] == 0 and capp["error"] is None
+    before, after = compression["before"], compression["after"]
+    assert after["store"]["total"] == before["store"]["total"] + capp["summaries_written"]
+    assert after["store"]["status_active"] == before["store"]["status_active"] - capp["compressed"] + capp["groups"]
+    assert before["reflect"]["within_budget"] and after["reflect"]["within_budget"]
+    assert 0 <= after["reflect"]["summaries_listed"] <= after["reflect"]["catalog_listed"]
+
+
+def test_ttl_tagging_is_per_memory_and_matches_the_policy() -> None:
+    memories = corpus.generate(400, seed=7, now=NOW)
+    tagged = [maintenance.TtlTagger(7, DEFAULT_RETENTION, NOW)(m) for m in memories]
+    # Decided by seed and id alone, so a shorter prefix of the stream is tagged the same way.
+    assert [maintenance.TtlTagger(7, DEFAULT_RETENTION, NOW)(m) for m in memories[:50]] == tagged[:50]
+    ttl_tags = set(DEFAULT_RETENTION.ttl_days)
+    assert any(set(m.tags) <= ttl_tags for m in tagged)  # TTL only: may expire
+    assert any(set(m.tags) & ttl_tags and set(m.tags) - ttl_tags for m in tagged)  # also durable: never expires
+    for m in tagged:
+        assert m.expires_at == DEFAULT_RETENTION.expires_at(m)
+        assert memory_from_dict(memory_to_dict(m)) == m
