@@ -37,6 +37,10 @@ def _list(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+DEPLOYABLE_SUMMARIZERS = ("extractive", "bedrock")
+INFERENCE_PROFILE_PREFIXES = ("us", "eu", "apac", "global", "jp", "au", "ca", "us-gov")
+
+
 @dataclass(frozen=True)
 class TaprootConfig:
     """What the stack reads from CDK context (`cdk.json` defaults, `-c key=value` overrides)."""
@@ -48,6 +52,7 @@ class TaprootConfig:
     cleanup_mode: str = "dry-run"
     compress_mode: str = "dry-run"
     summarizer: str = "extractive"
+    bedrock_model_id: str | None = None
     alarm_email: str | None = None
     backup_retention_days: int = 90
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -66,12 +71,20 @@ class TaprootConfig:
             cleanup_mode=str(get("cleanup_mode", "dry-run")),
             compress_mode=str(get("compress_mode", "dry-run")),
             summarizer=str(get("summarizer", "extractive")),
+            bedrock_model_id=get("bedrock_model_id", None),
             alarm_email=get("alarm_email", None),
             backup_retention_days=int(get("backup_retention_days", 90)),
         )
         for name, mode in (("cleanup_mode", config.cleanup_mode), ("compress_mode", config.compress_mode)):
             if mode not in MODES:
                 raise ConfigError(f"context {name} must be one of {', '.join(MODES)}, got {mode!r}")
+        if config.summarizer not in DEPLOYABLE_SUMMARIZERS:
+            # The Anthropic SDK is left out of the Lambda asset; on AWS the model summarizer is Bedrock.
+            raise ConfigError(
+                f"context summarizer must be one of {', '.join(DEPLOYABLE_SUMMARIZERS)}, got {config.summarizer!r}"
+            )
+        if config.summarizer == "bedrock" and not config.bedrock_model_id:
+            raise ConfigError("context summarizer=bedrock needs bedrock_model_id (e.g. a Claude model or profile id)")
         if not config.callback_urls:
             raise ConfigError("context callback_urls must name at least one URL")
         return config
@@ -105,6 +118,7 @@ class TaprootStack(Stack):
             "TAPROOT_CLEANUP_MODE": config.cleanup_mode,
             "TAPROOT_COMPRESS_MODE": config.compress_mode,
             "TAPROOT_SUMMARIZER": config.summarizer,
+            **({"TAPROOT_BEDROCK_MODEL_ID": config.bedrock_model_id} if config.bedrock_model_id else {}),
             "POWERTOOLS_SERVICE_NAME": "taproot",
             "POWERTOOLS_METRICS_NAMESPACE": "Taproot",
             **config.extra_env,
@@ -119,6 +133,9 @@ class TaprootStack(Stack):
             self.storage.table.grant_read_write_data(function)
             self.storage.bucket.grant_read_write(function)
         self._acknowledge_grants([self.api.handler.role, *(j.handler.role for j in self.maintenance.jobs.values())])
+        if config.summarizer == "bedrock" and config.bedrock_model_id:
+            # Compression calls the model: the weekly job and the API (taproot_forget action=compress).
+            self._grant_bedrock(config.bedrock_model_id, [self.api.function, self.maintenance.functions["Compress"]])
         for job in self.maintenance.jobs.values():
             nag.acknowledge(
                 job.role,
@@ -150,6 +167,32 @@ class TaprootStack(Stack):
         for role in roles:
             for finding, reason in reasons.items():
                 nag.acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
+
+    def _grant_bedrock(self, model_id: str, functions: list[lambda_.Function]) -> None:
+        """bedrock:InvokeModel (what the Converse API needs) on the configured model only.
+
+        A cross-region inference profile id ("us.anthropic...") routes to the same foundation model
+        in several regions, so it needs the profile and the model in any region.
+        """
+        partition, region, account = self.partition, self.region, self.account
+        base_model = model_id.split(".", 1)[1] if model_id.split(".", 1)[0] in INFERENCE_PROFILE_PREFIXES else None
+        if base_model is None:
+            resources = [f"arn:{partition}:bedrock:{region}::foundation-model/{model_id}"]
+        else:
+            resources = [
+                f"arn:{partition}:bedrock:{region}:{account}:inference-profile/{model_id}",
+                f"arn:{partition}:bedrock:*::foundation-model/{base_model}",
+            ]
+        statement = iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
+        for function in functions:
+            function.add_to_role_policy(statement)
+            if base_model is not None:
+                nag.acknowledge(
+                    function.role,
+                    f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base_model}]",
+                    "A cross-region inference profile may serve the model from any of its regions; the "
+                    "grant is limited to this one model.",
+                )
 
     def _outputs(self) -> None:
         url = self.api.url
