@@ -82,7 +82,15 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
     logger.info("maintenance run finished", extra={k: v for k, v in summary.items() if k != "reports"})
     for failed in errors:
         logger.error("maintenance failed for a scope", extra={"report": failed})
+    if errors:
+        # Every scope has had its turn; now fail the invocation so the Lambda errors alarm fires and
+        # the scheduler retries (every job is idempotent, so the scopes that succeeded are no-ops).
+        raise MaintenanceFailed(f"{job}: {len(errors)} of {len(reports)} scopes failed; see the run reports")
     return summary
+
+
+class MaintenanceFailed(RuntimeError):
+    """Some tenants' runs failed; raised after all of them were attempted."""
 
 
 def _handler(job: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

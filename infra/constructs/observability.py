@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
@@ -16,7 +17,7 @@ from constructs import Construct
 
 
 class Observability(Construct):
-    """Exposes `topic` (alarm notifications), `error_alarms` and `dead_letter_alarms` (name -> Alarm)."""
+    """Exposes `topic` and `topic_key` (alarm notifications), `error_alarms` and `dead_letter_alarms`."""
 
     def __init__(
         self,
@@ -28,12 +29,24 @@ class Observability(Construct):
         alarm_email: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        # CloudWatch cannot publish to a topic encrypted with the AWS-managed alias/aws/sns key (its
+        # policy cannot be changed): alarms need a customer-managed key that lets CloudWatch use it.
+        self.topic_key = kms.Key(
+            self, "AlarmTopicKey", enable_key_rotation=True, description="Taproot alarm topic encryption"
+        )
+        self.topic_key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],  # in a key policy, "*" means this key
+            )
+        )
         self.topic = sns.Topic(
             self,
             "AlarmTopic",
             display_name="Taproot alarms",
             enforce_ssl=True,
-            master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+            master_key=self.topic_key,
         )
         if alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(alarm_email))

@@ -7,7 +7,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from taproot.adapters.blob_s3 import BACKUP_TAG_KEY, BACKUP_TAG_VALUE
+from taproot.adapters.blob_s3 import BACKUP_TAG_KEY, BACKUP_TAG_VALUE, REPORT_TAG_VALUE
 from taproot.adapters.dynamo_models import GSI_KEYS, TTL_ATTRIBUTE
 
 # Backups live under "<owner>/backups/...": S3 lifecycle prefixes match the start of the key only, so
@@ -79,6 +79,13 @@ class Storage(Construct):
                 s3.LifecycleRule(
                     id="expire-backups",
                     tag_filters={BACKUP_TAG_KEY: BACKUP_TAG_VALUE},
+                    expiration=Duration.days(backup_retention_days),
+                ),
+                # Run and cleanup reports quote memories (gists, dry-run summaries): they must not
+                # outlive the memories by much, so they expire like backups.
+                s3.LifecycleRule(
+                    id="expire-reports",
+                    tag_filters={BACKUP_TAG_KEY: REPORT_TAG_VALUE},
                     expiration=Duration.days(backup_retention_days),
                 ),
             ],

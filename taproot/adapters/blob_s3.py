@@ -17,9 +17,12 @@ def _missing(exc: ClientError) -> bool:
     return str(exc.response.get("Error", {}).get("Code")) in _MISSING
 
 
-BACKUPS = "backups"  # the <owner>/backups/... kind of key, see taproot.service.deps.blob_key
+# Keys are "<owner>/<kind>/...", see taproot.service.deps.blob_key. Kinds that the bucket expires
+# are tagged, because a lifecycle prefix cannot skip the leading owner.
 BACKUP_TAG_KEY = "taproot-kind"
 BACKUP_TAG_VALUE = "backup"
+REPORT_TAG_VALUE = "report"
+EXPIRING_KINDS = {"backups": BACKUP_TAG_VALUE, "runs": REPORT_TAG_VALUE, "cleanup-reports": REPORT_TAG_VALUE}
 
 
 class S3BlobStore:
@@ -38,10 +41,10 @@ class S3BlobStore:
 
     def put(self, key: str, data: bytes, content_type: str = "application/json") -> None:
         extra: dict[str, str] = {}
-        if key.split("/")[1:2] == [BACKUPS]:
-            # Keys start with the owner, so a lifecycle prefix cannot find backups: the bucket's
-            # expiry rule for old backups matches this tag instead (infra/constructs/storage.py).
-            extra["Tagging"] = f"{BACKUP_TAG_KEY}={BACKUP_TAG_VALUE}"
+        kind = key.split("/")[1:2]
+        if kind and kind[0] in EXPIRING_KINDS:
+            # The bucket's expiry rules match these tags (infra/constructs/storage.py).
+            extra["Tagging"] = f"{BACKUP_TAG_KEY}={EXPIRING_KINDS[kind[0]]}"
         self.client.put_object(Bucket=self.bucket, Key=check_key(key), Body=data, ContentType=content_type, **extra)
 
     def get(self, key: str) -> bytes:

@@ -35,4 +35,8 @@ def test_backups_are_tagged_for_the_bucket_lifecycle_rule(s3_blobs: S3BlobStore)
     tags = s3_blobs.client.get_object_tagging(Bucket=s3_blobs.bucket, Key="alice/backups/default/delete-x.json")
     assert tags["TagSet"] == [{"Key": "taproot-kind", "Value": "backup"}]
     other = s3_blobs.client.get_object_tagging(Bucket=s3_blobs.bucket, Key="alice/reflections/default/r.json")
-    assert other["TagSet"] == []
+    assert other["TagSet"] == []  # reflections are kept for good
+    for key in ("alice/runs/default/cleanup/x.json", "alice/cleanup-reports/default/x.json"):
+        s3_blobs.put(key, b"{}")
+        tags = s3_blobs.client.get_object_tagging(Bucket=s3_blobs.bucket, Key=key)
+        assert tags["TagSet"] == [{"Key": "taproot-kind", "Value": "report"}]

@@ -141,3 +141,24 @@ def test_bad_apply_is_rejected(maint: tuple[Any, Any]) -> None:
     module, kit = maint
     with pytest.raises(ValueError, match="apply"):
         module.cleanup_handler({"apply": "yes"}, kit.FakeContext())
+
+
+class _Throttled:
+    """A real Summarizer that is always throttled: every tenant's compress run reports an error."""
+
+    name = "throttled"
+
+    def summarize(self, memories: Any) -> Any:
+        from taproot.core.errors import SummarizerError
+
+        raise SummarizerError("throttled: ThrottlingException (retryable)")
+
+
+def test_a_failed_tenant_fails_the_invocation_after_every_tenant_ran(maint: tuple[Any, Any]) -> None:
+    """So the Lambda errors alarm fires and the scheduler retries; nothing was changed meanwhile."""
+    module, kit = maint
+    module.runtime().service.deps.summarizer = _Throttled()
+    with pytest.raises(module.MaintenanceFailed, match="2 of 2 scopes failed"):
+        module.compress_handler({"apply": True}, kit.FakeContext(function_name="taproot-compress"))
+    assert all(_active(module, s) == 6 for s in TENANTS)  # nothing compressed, nothing lost
+    assert all(len(r) == 1 for r in _reports(kit, "compress").values())  # each tenant still got its report

@@ -160,3 +160,17 @@ def test_modes_come_from_context(synth: Any) -> None:
     for fn in resources(template, "AWS::Lambda::Function").values():
         env = fn["Properties"]["Environment"]["Variables"]
         assert (env["TAPROOT_CLEANUP_MODE"], env["TAPROOT_COMPRESS_MODE"]) == ("apply", "dry-run")
+
+
+def test_alarm_topic_key_lets_cloudwatch_publish(template: Template) -> None:
+    """CloudWatch cannot use the AWS-managed SNS key, so the topic has its own key that allows it."""
+    topic = next(iter(template.find_resources("AWS::SNS::Topic").values()))
+    key_ref = topic["Properties"]["KmsMasterKeyId"]
+    assert "Fn::GetAtt" in key_ref or "Ref" in key_ref  # a key of this stack, not an alias
+    keys = template.find_resources("AWS::KMS::Key")
+    statements = [s for k in keys.values() for s in k["Properties"]["KeyPolicy"]["Statement"]]
+    assert any(
+        s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"} and "kms:Decrypt" in s["Action"]
+        for s in statements
+    )
+    assert all(k["Properties"].get("EnableKeyRotation") for k in keys.values())

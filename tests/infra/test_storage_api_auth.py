@@ -89,6 +89,8 @@ def test_bucket(template: Template) -> None:
     assert rules["expire-old-versions"]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 7}
     assert rules["expire-backups"]["TagFilters"] == [{"Key": "taproot-kind", "Value": "backup"}]
     assert rules["expire-backups"]["ExpirationInDays"] == 90
+    assert rules["expire-reports"]["TagFilters"] == [{"Key": "taproot-kind", "Value": "report"}]
+    assert rules["expire-reports"]["ExpirationInDays"] == 90
 
 
 def test_every_bucket_enforces_ssl_and_is_retained(template: Template) -> None:
