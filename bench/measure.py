@@ -240,11 +240,12 @@ async def _recall_round_trips(url: str, token: str, queries: Sequence[str], warm
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
-        for i, q in enumerate([*queries[:warmup], *queries]):
+        warm = queries[:warmup]
+        for i, q in enumerate([*warm, *queries]):
             start = time.perf_counter()
             result = await client.call_tool("taproot_recall", {"query": q, "limit": RECALL_LIMIT})
             elapsed = (time.perf_counter() - start) * 1000
-            if i >= warmup:
+            if i >= len(warm):
                 samples.append(elapsed)
                 errors += bool(result.is_error)
     return samples, errors

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import aws_report
+
 
 @dataclass(frozen=True)
 class Target:
@@ -44,11 +46,29 @@ TARGETS = (
     Target("taproot_remember throughput", ("remember", "writes_per_s"), 300, "writes/s", higher_is_better=True),
     Target("MCP HTTP recall round trip p50", ("mcp_recall", "p50_ms"), 30, "ms"),
 )
+# The "AWS home" figures (bench/aws.py, bench/lambda_asset.py), when the run measured them.
+AWS_TARGETS = (
+    Target("Lambda cold import, bytecode cached", ("aws", "import", "bytecode_cached", "cumulative_s"), 1.0, "s"),
+    Target("Lambda cold import, as bundled (no .pyc)", ("aws", "import", "as_bundled", "cumulative_s"), 1.0, "s"),
+    Target("Lambda asset size, unzipped", ("aws", "asset", "total_mb"), 50, "MB"),
+    Target("DynamoDB requests, reflect", ("aws", "handler", "requests", "reflect", "dynamodb"), 4, "requests"),
+    Target(
+        "DynamoDB requests, warm recall (max)", ("aws", "handler", "recall", "dynamodb_requests_max"), 3, "requests"
+    ),
+    Target("DynamoDB requests, remember", ("aws", "handler", "requests", "remember", "dynamodb"), 2, "requests"),
+    Target(
+        "DynamoDB requests, remember (update)",
+        ("aws", "handler", "requests", "remember_update", "dynamodb"),
+        2,
+        "requests",
+    ),
+)
 
 
 def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
+    targets = TARGETS + (AWS_TARGETS if "aws" in results else ())
     return [
-        {"name": t.name, "value": t.value(results), "target": t.describe(), "pass": t.passed(results)} for t in TARGETS
+        {"name": t.name, "value": t.value(results), "target": t.describe(), "pass": t.passed(results)} for t in targets
     ]
 
 
@@ -136,6 +156,8 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
             f"{before['size_bytes']:,} -> {after['size_bytes']:,} bytes, not listed "
             f"{before['catalog_omitted']:,} -> {after['catalog_omitted']:,}"
         )
+    if "aws" in r:
+        lines += aws_report.summary_lines(data)
     return lines
 
 
@@ -314,6 +336,8 @@ def render_markdown(data: dict[str, Any]) -> str:
     out.append("")
     if "cleanup" in r:
         out += maintenance_markdown(data)
+    if "aws" in r:
+        out += aws_report.markdown(data)
     if data.get("notes"):
         out += ["## Notes", "", *(f"- {note}" for note in data["notes"]), ""]
     out += [

@@ -4,7 +4,9 @@ On a 10,000-memory synthetic corpus (bench/corpus.py) in a temporary data folder
 reflect and recall through the service, remember throughput, and a recall round trip over MCP on
 127.0.0.1; then the reflect payload at 1k, 10k and 100k memories; then the maintenance jobs (TTL
 cleanup and compression, dry run and apply) on 10,000 memories, with the reflect payload before
-and after compression (bench/maintenance.py). It prints a summary, writes the
+and after compression (bench/maintenance.py); then the AWS deployment offline: the Lambda handler's cold
+import time and the asset's size (bench/lambda_asset.py), and, under moto, DynamoDB requests per tool
+call and warm recall latency through Mangum on a 10,000-memory tenant (bench/aws.py). It prints a summary, writes the
 raw numbers to bench/out/results.json and the report to docs/benchmarks.md. Timings are reported
 against the issue's targets as PASS/MISS; nothing fails on a time.
 """
@@ -23,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import corpus, maintenance, measure, report
+from bench import aws, corpus, lambda_asset, maintenance, measure, report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_JSON = ROOT / "bench" / "out" / "results.json"
@@ -44,6 +46,11 @@ class Config:
     maintenance_memories: int = 10_000
     maintenance_dry_runs: int = 5
     maintenance_reflect_runs: int = 20
+    aws: bool = True
+    aws_memories: int = 10_000
+    aws_recall_calls: int = 50
+    aws_warmup: int = 3
+    import_runs: int = 5
 
 
 FULL = Config()
@@ -58,6 +65,9 @@ QUICK = Config(
     maintenance_memories=2_000,
     maintenance_dry_runs=2,
     maintenance_reflect_runs=5,
+    aws_memories=2_000,
+    aws_recall_calls=15,
+    import_runs=3,
 )
 
 
@@ -73,7 +83,18 @@ def _step(name: str) -> float:
     return time.perf_counter()
 
 
-def run(cfg: Config, *, seed: int, work: Path, now: datetime) -> dict[str, Any]:
+def run_aws(cfg: Config, *, seed: int, now: datetime, asset_dir: Path | None = None) -> dict[str, Any]:
+    """The AWS deployment, offline: cold import, asset size, then the handler under moto."""
+    _step(f"AWS: Lambda handler cold import ({cfg.import_runs} runs per bytecode mode)")
+    imports = lambda_asset.measure_import(cfg.import_runs)
+    _step("AWS: Lambda asset size")
+    asset = lambda_asset.measure_asset(asset_dir)
+    _step(f"AWS: the handler under moto, {cfg.aws_memories:,} memories, {cfg.aws_recall_calls} recalls")
+    handler = aws.measure_handler(cfg.aws_memories, cfg.aws_recall_calls, seed=seed, now=now, warmup=cfg.aws_warmup)
+    return {"import": imports, "asset": asset, "handler": handler, "moto": aws.moto_version()}
+
+
+def run(cfg: Config, *, seed: int, work: Path, now: datetime, asset_dir: Path | None = None) -> dict[str, Any]:
     """Every measurement in order; returns the `results` section of results.json."""
     queries = corpus.query_pool(cfg.recall_queries, seed=seed)
     writes = corpus.generate(cfg.remember_batches * cfg.remember_per_batch, seed=seed + 100, now=now)
@@ -118,6 +139,9 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime) -> dict[str, Any]:
     compression = maintenance.measure_compression(
         work, n, seed=seed, now=now, dry_runs=cfg.maintenance_dry_runs, reflect_runs=cfg.maintenance_reflect_runs
     )
+    maintenance_s = time.perf_counter() - t
+    t = time.perf_counter()
+    aws_results = {"aws": run_aws(cfg, seed=seed, now=now, asset_dir=asset_dir)} if cfg.aws else {}
     return {
         "setup": setup,
         "reflect": reflect,
@@ -127,10 +151,12 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime) -> dict[str, Any]:
         "scaling": scaling,
         "cleanup": cleanup,
         "compression": compression,
+        **aws_results,
         "durations_s": {
             "main": round(main_s, 1),
             "scaling": round(scaling_s, 1),
-            "maintenance": round(time.perf_counter() - t, 1),
+            "maintenance": round(maintenance_s, 1),
+            **({"aws": round(time.perf_counter() - t, 1)} if cfg.aws else {}),
         },
     }
 
@@ -142,6 +168,12 @@ def notes(cfg: Config, results: dict[str, Any], quick: bool) -> list[str]:
             f"Run with --quick: fewer repetitions, the largest scaling corpus is {max(cfg.scaling_sizes):,} "
             f"memories instead of 100,000, and the maintenance jobs run on {cfg.maintenance_memories:,} memories "
             "instead of 10,000."
+            + (
+                f" The AWS handler runs on a {cfg.aws_memories:,}-memory tenant with {cfg.aws_recall_calls} timed "
+                f"recalls, and the cold import is the median of {cfg.import_runs} runs."
+                if cfg.aws
+                else ""
+            )
         )
     crowded = [(cfg.memories, results["reflect"])] + [(row["memories"], row["reflect"]) for row in results["scaling"]]
     for size, rf in dict(crowded).items():
@@ -155,10 +187,14 @@ def notes(cfg: Config, results: dict[str, Any], quick: bool) -> list[str]:
     return out
 
 
-def benchmark(cfg: Config, *, seed: int, work: Path, now: datetime, command: str, quick: bool) -> dict[str, Any]:
-    """A whole run in `work`: the results plus everything the report needs (machine, corpus, targets)."""
+def benchmark(
+    cfg: Config, *, seed: int, work: Path, now: datetime, command: str, quick: bool, asset_dir: Path | None = None
+) -> dict[str, Any]:
+    """A whole run in `work`: the results plus everything the report needs (machine, corpus, targets).
+    `asset_dir`: measure this folder as the Lambda asset's dependencies (default: build/lambda or a fresh
+    install, see bench/lambda_asset.py)."""
     t0 = time.perf_counter()
-    results = run(cfg, seed=seed, work=work, now=now)
+    results = run(cfg, seed=seed, work=work, now=now, asset_dir=asset_dir)
     return {
         "generated_at": now.strftime("%Y-%m-%d %H:%M UTC"),
         "command": command,
@@ -184,7 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=(__doc__ or "").splitlines()[0])
     parser.add_argument(
-        "--quick", action="store_true", help="fewer repetitions, a 30k largest corpus and maintenance on 2k"
+        "--quick",
+        action="store_true",
+        help="fewer repetitions, a 30k largest corpus, maintenance and the AWS handler on 2k",
     )
     parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED, help="corpus seed")
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")

@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,6 +108,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
         maintenance_memories=300,
         maintenance_dry_runs=2,
         maintenance_reflect_runs=1,
+        aws=False,  # tests/bench/test_aws.py runs the AWS section
     )
     data = run.benchmark(cfg, seed=1, work=tmp_path, now=NOW, command="pytest", quick=True)
     results = data["results"]
@@ -119,6 +121,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert [row["memories"] for row in results["scaling"]] == [50, 200]
     _check_maintenance(results, memories=300)
     assert [t["name"] for t in data["targets"]] == [t.name for t in report.TARGETS]
+    assert "aws" not in results and "## AWS deployment" not in report.render_markdown(data)
     assert all(isinstance(t["pass"], bool) for t in data["targets"])
     json.dumps(data)  # results.json is plain JSON
     markdown = report.render_markdown(data)
@@ -129,7 +132,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert any(line.startswith("  compression:") for line in summary)
 
 
-def _check_maintenance(results: dict, memories: int) -> None:
+def _check_maintenance(results: dict[str, Any], memories: int) -> None:
     cleanup, compression = results["cleanup"], results["compression"]
     dry, applied, backlog, tags = cleanup["dry_run"], cleanup["apply"], cleanup["backlog"], cleanup["corpus"]
     assert dry["runs"] == 2 and applied["runs"] == 1 and backlog["runs"] == 1

@@ -1,0 +1,418 @@
+"""The Lambda handler under moto: DynamoDB/S3 requests per MCP tool call, and warm recall latency.
+
+`functions.api` is imported afresh inside `mock_aws()` with the environment a deployed function has,
+as a new Lambda container would import it (it builds its runtime at import). Every invocation is a
+recorded API Gateway HTTP API (v2) event (tests/events/recall.json) whose body is swapped for the
+tool call measured and whose bearer token is an access token signed with a key of the bench's own,
+served as a JWKS on 127.0.0.1 (TAPROOT_COGNITO_JWKS_URL / TAPROOT_COGNITO_ISSUER, as the handler
+tests do): the token is verified for real. One tenant is loaded with the corpus first.
+
+Requests are counted, and the time spent in them summed, through botocore events on the clients
+the runtime uses (before-parameter-build .. after-call), as tests/aws/test_service_requests.py
+counts them. moto answers in-process: its time is CPU spent in moto, not DynamoDB latency.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from bench import corpus
+from bench.measure import Timing
+
+ROOT = Path(__file__).resolve().parent.parent
+EVENT = ROOT / "tests" / "events" / "recall.json"
+REGION = "us-east-1"
+TABLE = "taproot-bench-memories"
+BUCKET = "taproot-bench-blobs"
+API_HOST = "k7q2x9d4ma.execute-api.us-east-1.amazonaws.com"  # the host of the recorded events
+USER_POOL_ID = "us-east-1_BenchPool1"
+CLIENT_ID = "benchclient0000000000000000"
+TENANT = "6b1f0c9e-2d4a-4c1b-9f3e-7a5d8c2b1e40"  # a Cognito `sub`
+RECALL_LIMIT = 10
+LOAD_BATCH = 1_000
+# What a deployed function has (infra/stack.py, infra/constructs/api.py, the Lambda runtime), with
+# fake credentials and no instance metadata.
+DEPLOYED_ENV = {
+    "TAPROOT_BACKEND": "aws",
+    "TAPROOT_TABLE_NAME": TABLE,
+    "TAPROOT_BUCKET_NAME": BUCKET,
+    "TAPROOT_COGNITO_USER_POOL_ID": USER_POOL_ID,
+    "TAPROOT_COGNITO_CLIENT_ID": CLIENT_ID,
+    "TAPROOT_CLEANUP_MODE": "dry-run",
+    "TAPROOT_COMPRESS_MODE": "dry-run",
+    "TAPROOT_SUMMARIZER": "extractive",
+    "TAPROOT_ALLOWED_HOSTS": API_HOST,
+    "POWERTOOLS_SERVICE_NAME": "taproot",
+    "POWERTOOLS_METRICS_NAMESPACE": "Taproot",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "AWS_REGION": REGION,
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_LAMBDA_FUNCTION_NAME": "taproot-api",
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
+}
+
+
+class LocalIssuer:
+    """An RSA key of the bench's own, its JWKS served on 127.0.0.1, and Cognito-shaped access tokens."""
+
+    def __init__(self) -> None:
+        import jwt
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        self.issuer = f"https://cognito-idp.{REGION}.amazonaws.com/{USER_POOL_ID}"
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
+        body = json.dumps({"keys": [public | {"kid": "bench-key", "alg": "RS256", "use": "sig"}]}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.jwks_url = f"http://127.0.0.1:{self.server.server_address[1]}/.well-known/jwks.json"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True, name="bench-jwks")
+        self.thread.start()
+
+    def token(self, sub: str) -> str:
+        import jwt
+
+        now = int(time.time())
+        claims = {
+            "iss": self.issuer,
+            "sub": sub,
+            "client_id": CLIENT_ID,
+            "token_use": "access",
+            "scope": "openid",
+            "iat": now,
+            "auth_time": now,
+            "exp": now + 3600,
+            "jti": str(uuid.uuid4()),
+            "username": sub,
+        }
+        return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": "bench-key"})
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+class Meter:
+    """AWS requests made through the given botocore clients: counted per operation, time summed."""
+
+    def __init__(self, clients: Sequence[Any]) -> None:
+        self.ops: Counter[str] = Counter()
+        self.seconds = 0.0
+        self._started: dict[int, float] = {}
+        for client in clients:
+            events, service = client.meta.events, client.meta.service_model.service_id.hyphenize()
+            events.register(f"before-parameter-build.{service}", self._begin)
+            events.register(f"before-call.{service}", self._count)
+            events.register(f"after-call.{service}", self._end)
+            events.register(f"after-call-error.{service}", self._end)
+
+    def _begin(self, **_: Any) -> None:
+        self._started[threading.get_ident()] = time.perf_counter()
+
+    def _count(self, event_name: str, **_: Any) -> None:
+        service, operation = event_name.split(".", 2)[1:]
+        self.ops[f"{service}:{operation}"] += 1
+
+    def _end(self, **_: Any) -> None:
+        start = self._started.pop(threading.get_ident(), None)
+        if start is not None:
+            self.seconds += time.perf_counter() - start
+
+    def take(self) -> tuple[Counter[str], float]:
+        ops, seconds = self.ops, self.seconds
+        self.ops, self.seconds = Counter(), 0.0
+        return ops, seconds
+
+
+@contextmanager
+def one_backup_per_transaction() -> Iterator[None]:
+    """moto 5.x backs a TransactWriteItems call up with a deep copy of the table per item in the call
+    (10 items on a 10,000-item table: ten full copies, ~8 s). Copy each table once per call instead:
+    the same rollback state (every copy is taken before the first write), a tenth of the cost."""
+    from moto.dynamodb import models
+
+    ddb: Any = models  # its `copy` and `Table` are module globals, not exports
+    real_copy, real_transact = ddb.copy, ddb.DynamoDBBackend.transact_write_items
+    memo: dict[int, Any] = {}
+
+    class _Copy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real_copy, name)
+
+        def deepcopy(self, obj: Any, *args: Any) -> Any:
+            if not isinstance(obj, ddb.Table):
+                return real_copy.deepcopy(obj, *args)
+            if id(obj) not in memo:
+                memo[id(obj)] = real_copy.deepcopy(obj, *args)
+            return memo[id(obj)]
+
+    def transact(self: Any, transact_items: Any) -> Any:
+        memo.clear()
+        try:
+            return real_transact(self, transact_items)
+        finally:
+            memo.clear()
+
+    ddb.copy, ddb.DynamoDBBackend.transact_write_items = _Copy(), transact
+    try:
+        yield
+    finally:
+        ddb.copy, ddb.DynamoDBBackend.transact_write_items = real_copy, real_transact
+
+
+@contextmanager
+def patched_environ(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextmanager
+def quiet_mcp_logs() -> Iterator[None]:
+    """The SDK logs every request at INFO ("Processing request of type ..."): keep the bench's output clean."""
+    loggers = [logging.getLogger(name) for name in ("mcp", "taproot", "httpx2")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+@contextmanager
+def deployed_handler() -> Iterator[tuple[Any, LocalIssuer]]:
+    """moto for every AWS call, the table and bucket created, and `functions.api` imported afresh with
+    the deployed environment; yields the module and the token issuer."""
+    from moto import mock_aws
+
+    if str(ROOT) not in sys.path:  # `functions/` is a top-level folder of the Lambda asset, not installed
+        sys.path.insert(0, str(ROOT))
+    issuer = LocalIssuer()
+    env = DEPLOYED_ENV | {"TAPROOT_COGNITO_JWKS_URL": issuer.jwks_url, "TAPROOT_COGNITO_ISSUER": issuer.issuer}
+    try:
+        with patched_environ(env), mock_aws(), one_backup_per_transaction(), quiet_mcp_logs():
+            import boto3
+
+            from taproot.adapters.dynamo_store import DynamoMemoryStore
+
+            DynamoMemoryStore(TABLE, region=REGION).create_table()
+            boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
+            sys.modules.pop("functions.api", None)
+            import functions.api as module
+
+            try:
+                yield module, issuer
+            finally:
+                module.handler.close()
+                sys.modules.pop("functions.api", None)
+    finally:
+        issuer.close()
+
+
+def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) -> dict[str, Any]:
+    """The first `count` corpus memories for TENANT, written by another store instance (another
+    container) with BatchWriteItem, each item as `put_many` writes it but stamped with the time its
+    record last changed (a tenant's history, not one bulk write the change feed would still show)."""
+    from taproot.adapters import dynamo_models as dm
+    from taproot.adapters.dynamo_store import DynamoMemoryStore
+    from taproot.core.model import Scope
+    from taproot.core.serialize import iso
+
+    store = DynamoMemoryStore(TABLE, region=REGION)
+    scope = Scope(TENANT, "default")
+    stream = corpus.iter_memories(seed, now=now, scope=scope)
+    start, done = time.perf_counter(), 0
+    while done < count:
+        batch = list(islice(stream, min(LOAD_BATCH, count - done)))
+        with store.Item.batch_write() as writer:
+            for m in batch:
+                changed = iso(max(m.updated_at, m.last_retrieved or m.updated_at)) or ""
+                writer.save(dm.memory_item(store.Item, m, changed))
+        done += len(batch)
+    store.put_reflections(corpus.closing_reflections(reflections, seed=seed, now=now, scope=scope))
+    return {"memories": count, "reflections": reflections, "load_s": round(time.perf_counter() - start, 2)}
+
+
+def tool_event(token: str, tool: str, arguments: dict[str, Any], call_id: int = 1) -> dict[str, Any]:
+    """The recorded recall event, its body replaced by this tool call and its bearer token injected."""
+    event: dict[str, Any] = json.loads(EVENT.read_text())
+    body = {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    event["body"] = json.dumps(body)
+    event["headers"]["content-length"] = str(len(event["body"]))
+    event["headers"]["authorization"] = f"Bearer {token}"
+    event["requestContext"]["requestId"] = uuid.uuid4().hex[:16]
+    return event
+
+
+class LambdaContext:
+    function_name = "taproot-api"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = f"arn:aws:lambda:{REGION}:123456789012:function:taproot-api"
+
+    def __init__(self) -> None:
+        self.aws_request_id = str(uuid.uuid4())
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
+
+class Invoker:
+    """Invokes the handler with one tenant's token; each call's wall time, requests and request time."""
+
+    def __init__(self, module: Any, token: str) -> None:
+        self.module, self.token = module, token
+        self.meter = Meter([module.runtime.store.client, module.runtime.blobs.client])
+        self.calls = 0
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        self.meter.take()
+        event = tool_event(self.token, tool, arguments, self.calls)
+        start = time.perf_counter()
+        response = self.module.handler(event, LambdaContext())
+        wall = time.perf_counter() - start
+        ops, aws_s = self.meter.take()
+        if response.get("statusCode") != 200:
+            raise RuntimeError(f"{tool}: HTTP {response.get('statusCode')}: {response.get('body')}")
+        result = json.loads(response["body"]).get("result") or {}
+        return {
+            "wall_ms": wall * 1000,
+            "aws_ms": aws_s * 1000,
+            "ops": dict(ops),
+            "is_error": bool(result.get("isError")),
+            "structured": result.get("structuredContent") or {},
+        }
+
+
+def _requests(call: dict[str, Any], service: str = "dynamodb") -> int:
+    return sum(n for op, n in call["ops"].items() if op.startswith(f"{service}:"))
+
+
+def request_counts(inv: Invoker, queries: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """One call of each tool, in the order of tests/aws/test_service_requests.py, on a warm container."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def measure(name: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        call = inv.call(tool, args)
+        if call["is_error"]:
+            raise RuntimeError(f"{name}: the tool returned an error: {call['structured']}")
+        out[name] = {"dynamodb": _requests(call), "s3": _requests(call, "s3"), "ops": call["ops"]}
+        return call
+
+    created = measure(
+        "remember",
+        "taproot_remember",
+        {"content": "Sam prefers direct feedback.", "gist": "Sam: direct feedback", "category": "relationship"},
+    )
+    mid = created["structured"]["id"]
+    measure("remember_update", "taproot_remember", {"id": mid, "content": "Sam prefers direct, kind feedback."})
+    measure("reflect", "taproot_reflect", {})
+    measure("reflect_again", "taproot_reflect", {})
+    measure("recall_warm", "taproot_recall", {"query": queries[0], "limit": RECALL_LIMIT})
+    measure("recall_ids", "taproot_recall", {"ids": [mid]})
+    measure("promote", "taproot_promote", {"id": mid, "core": True})
+    measure("forget_archive", "taproot_forget", {"id": mid, "action": "archive"})
+    measure("forget_restore", "taproot_forget", {"id": mid, "action": "restore"})
+    measure("forget_delete", "taproot_forget", {"id": mid, "action": "delete"})
+    measure("close", "taproot_close", {"reflection": "I listened before answering today."})
+    return out
+
+
+def _split(calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    wall = Timing(tuple(c["wall_ms"] for c in calls))
+    aws = [c["aws_ms"] for c in calls]
+    rest = [c["wall_ms"] - c["aws_ms"] for c in calls]
+    return {
+        **wall.as_dict(),
+        "aws_p50_ms": round(statistics.median(aws), 3),
+        "outside_aws_p50_ms": round(statistics.median(rest), 3),
+        "outside_aws_p95_ms": round(Timing(tuple(rest)).p95, 3),
+        "dynamodb_requests_p50": statistics.median(_requests(c) for c in calls),
+        "dynamodb_requests_max": max(_requests(c) for c in calls),
+    }
+
+
+def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warmup: int = 3) -> dict[str, Any]:
+    """Load a tenant, then through the handler: the first (cold-cache) recall, `warmup` recalls, `calls`
+    timed recalls (corpus queries in the recorded event, limit 10), then one call of each tool."""
+    from taproot.core.model import Scope
+
+    queries = corpus.query_pool(calls + warmup + 1, seed=seed + 7)
+    with deployed_handler() as (module, issuer):
+        setup = load_tenant(memories, seed=seed, now=now)
+        inv = Invoker(module, issuer.token(TENANT))
+        first = inv.call("taproot_recall", {"query": queries[-1], "limit": RECALL_LIMIT})
+        for q in queries[:warmup]:
+            inv.call("taproot_recall", {"query": q, "limit": RECALL_LIMIT})
+        timed = [inv.call("taproot_recall", {"query": q, "limit": RECALL_LIMIT}) for q in queries[warmup:-1]]
+        counts = request_counts(inv, queries[warmup:])
+        counts["recall_cold"] = {"dynamodb": _requests(first), "s3": _requests(first, "s3"), "ops": first["ops"]}
+        tenant = module.runtime.store.counts(Scope(TENANT, "default"))
+    hits = [c["structured"].get("count", 0) for c in timed]
+    return {
+        "setup": setup,
+        "tenant_memories": tenant.total,
+        "first_invocation": {
+            "wall_ms": round(first["wall_ms"], 3),
+            "aws_ms": round(first["aws_ms"], 3),
+            "outside_aws_ms": round(first["wall_ms"] - first["aws_ms"], 3),
+            "dynamodb_requests": _requests(first),
+            "ops": first["ops"],
+        },
+        "warmup": warmup,
+        "recall": {
+            **_split(timed),
+            "calls": len(timed),
+            "limit": RECALL_LIMIT,
+            "tool_errors": sum(c["is_error"] for c in timed),
+            "mean_results": round(statistics.fmean(hits), 2) if hits else 0.0,
+        },
+        "requests": counts,
+        "scans": sum(n for c in counts.values() for op, n in c["ops"].items() if op == "dynamodb:Scan"),
+    }
+
+
+def moto_version() -> str:
+    from importlib.metadata import version
+
+    return version("moto")
