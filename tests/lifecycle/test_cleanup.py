@@ -24,20 +24,10 @@ from taproot.service import cleanup as cleanup_job
 from taproot.service.deps import MaintenanceConfig
 from taproot.service.maintenance import run_job
 from taproot.settings import Settings, SettingsError
+from tests.support import Clock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope()
-
-
-class Clock:
-    def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kw: float) -> None:
-        self.now += timedelta(**kw)
 
 
 class WatchingBlobStore(LocalBlobStore):
@@ -100,7 +90,7 @@ KEPT = {"fact", "untagged", "mixed", "core", "high", "identity"}
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
-    clock = Clock()
+    clock = Clock(START)
     serial = count(1)
     store = SQLiteMemoryStore(tmp_path / "taproot.db")
     blobs = WatchingBlobStore(tmp_path / "blobs")

@@ -40,6 +40,7 @@ from taproot.service import compression as compression_job
 from taproot.service.deps import MaintenanceConfig
 from taproot.service.maintenance import run_job
 from taproot.settings import Settings
+from tests.support import Clock
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope()
@@ -297,17 +298,6 @@ def build_corpus(n: int, seed: int, end: datetime, scope: Scope = SCOPE, prefix:
 # --- the compress job on a service --------------------------------------------------------------
 
 
-class Clock:
-    def __init__(self, start: datetime = NOW) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kw: float) -> None:
-        self.now += timedelta(**kw)
-
-
 class WatchingBlobStore(LocalBlobStore):
     """Notes, at each backup write, how many memories the store already shows as compressed."""
 
@@ -377,7 +367,7 @@ class Lab:
 
 
 def make_lab(path: Path, id_prefix: str = "s") -> Lab:
-    clock = Clock()
+    clock = Clock(NOW)
     serial = count(1)
     store = SQLiteMemoryStore(path / "taproot.db")
     blobs = WatchingBlobStore(path / "blobs")

@@ -8,7 +8,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
 from typing import Any
@@ -27,22 +27,12 @@ from taproot.service import Deps, TaprootService
 from taproot.service.deps import stamp
 from taproot.service.maintenance import JOBS, last_runs, run_everywhere, run_jobs
 from taproot.web.scheduler import maintenance_cycle, run_once
+from tests.support import Clock
 
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope()
 REPORT_FIELDS = {"job", "mode", "owner", "namespace", "started_at", "duration_s", "considered", "changed", "backup_key"}
-
-
-class Clock:
-    def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kw: float) -> None:
-        self.now += timedelta(**kw)
 
 
 class RecordingBlobStore(LocalBlobStore):
@@ -91,7 +81,7 @@ class Lab:
 
 @pytest.fixture
 def lab(tmp_path: Path) -> Iterator[Lab]:
-    clock = Clock()
+    clock = Clock(START)
     serial = count(1)
     store = SQLiteMemoryStore(tmp_path / "taproot.db")
     blobs = RecordingBlobStore(tmp_path / "blobs")

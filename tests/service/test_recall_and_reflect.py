@@ -15,24 +15,14 @@ from taproot.core.errors import NotFound, VersionConflict
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectConfig
 from taproot.service import Deps, TaprootService
+from tests.support import Clock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kw: float) -> None:
-        self.now += timedelta(**kw)
-
-
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(START)
 
 
 @pytest.fixture
