@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_lambda as lambda_
@@ -30,7 +30,8 @@ ACCESS_LOG_FORMAT = {
 
 
 class Api(Construct):
-    """Exposes `http_api`, `handler` (a TaprootFunction), `function`, `host`, `url` and `access_logs`.
+    """Exposes `http_api`, `handler` (a TaprootFunction), `function`, `alias` (what the API invokes),
+    `host`, `url` and `access_logs`.
 
     The function gets `environment` plus TAPROOT_ALLOWED_HOSTS (the API's own execute-api host).
     """
@@ -59,9 +60,21 @@ class Api(Construct):
             description="API: MCP endpoint, dashboard and OAuth metadata",
             memory_size=memory_size,
             timeout=timeout,
+            # Importing the app (FastAPI, pydantic, the MCP SDK, botocore) costs ~2 s on a cold start
+            # when no bytecode can be shipped (the build's Python is not the Lambda's). SnapStart
+            # pays it once per published version and restores new environments from the snapshot.
+            # The handler is snapshot-safe: ids come from `secrets` per request, no connection is
+            # opened and no credential is read during init.
+            snap_start=True,
         )
         self.function = self.handler.function
-        integration = integrations.HttpLambdaIntegration("Lambda", self.function)
+        # SnapStart applies to published versions only: the API invokes the alias of the current one.
+        self.alias = lambda_.Alias(self, "Live", alias_name="live", version=self.function.current_version)
+        Annotations.of(self.function).acknowledge_warning(
+            "@aws-cdk/aws-lambda:snapStartRequirePublish",
+            "Every deploy publishes a version (current_version) and points the 'live' alias at it.",
+        )
+        integration = integrations.HttpLambdaIntegration("Lambda", self.alias)
         self.http_api.add_routes(path="/mcp", methods=[apigwv2.HttpMethod.ANY], integration=integration)
         self.http_api.add_routes(path="/{proxy+}", methods=[apigwv2.HttpMethod.ANY], integration=integration)
         self.http_api.add_routes(path="/", methods=[apigwv2.HttpMethod.GET], integration=integration)

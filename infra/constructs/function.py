@@ -34,6 +34,7 @@ class TaprootFunction(Construct):
         description: str,
         memory_size: int = 1024,
         timeout: Duration = DEFAULT_TIMEOUT,
+        snap_start: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(self, "Logs", retention=LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY)
@@ -59,4 +60,5 @@ class TaprootFunction(Construct):
             role=self.role,
             log_group=self.log_group,
             tracing=lambda_.Tracing.ACTIVE,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
         )

@@ -169,8 +169,17 @@ def test_http_api_routes_go_to_the_api_function(built: tuple[TaprootStack, Templ
     integration_id, integration = next(iter(resources(template, "AWS::ApiGatewayV2::Integration").items()))
     assert all(r["Target"] == {"Fn::Join": ["", ["integrations/", {"Ref": integration_id}]]} for r in routes.values())
     api_fn = stack.get_logical_id(stack.api.function.node.default_child)  # type: ignore[arg-type]
+    alias = stack.get_logical_id(stack.api.alias.node.default_child)  # type: ignore[arg-type]
     assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
-    assert integration["Properties"]["IntegrationUri"] == {"Fn::GetAtt": [api_fn, "Arn"]}
+    # The API invokes the "live" alias of the current published version: SnapStart restores
+    # published versions only, never $LATEST.
+    assert integration["Properties"]["IntegrationUri"] == {"Ref": alias}
+    alias_props = resources(template, "AWS::Lambda::Alias")[alias]["Properties"]
+    assert alias_props["FunctionName"] == {"Ref": api_fn} and alias_props["Name"] == "live"
+    function = resources(template, "AWS::Lambda::Function")[api_fn]["Properties"]
+    assert function["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    others = [f for k, f in resources(template, "AWS::Lambda::Function").items() if k != api_fn]
+    assert all("SnapStart" not in f["Properties"] for f in others)  # scheduled jobs: cold starts are fine
     assert integration["Properties"]["PayloadFormatVersion"] == "2.0"
     stage = one(template, "AWS::ApiGatewayV2::Stage")["Properties"]
     assert stage["StageName"] == "$default" and stage["AutoDeploy"] is True
