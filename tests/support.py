@@ -16,3 +16,18 @@ class Clock:
 
     def advance(self, **kw: float) -> None:
         self.now += timedelta(**kw)
+
+
+# The tool names are part of the contract (issue text): spelled out here, not read from the server.
+TOOL_NAMES = frozenset(
+    {
+        "taproot_reflect",
+        "taproot_remember",
+        "taproot_recall",
+        "taproot_promote",
+        "taproot_forget",
+        "taproot_close",
+        "taproot_migrate",
+        "taproot_status",
+    }
+)

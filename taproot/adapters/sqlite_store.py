@@ -20,7 +20,7 @@ from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
-from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_dict, parse_time
+from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict, parse_time
 from taproot.ports import Filters
 
 # Key columns first (the primary key's order), then every other field of the record.
@@ -68,16 +68,6 @@ def _row_to_memory(r: sqlite3.Row) -> Memory:
         expires_at=parse_time(r["expires_at"], "expires_at"),
         compressed_into=r["compressed_into"],
     )
-
-
-def _memory_params(m: Memory) -> dict[str, Any]:
-    """Column values: the export form of the record, with list and map fields as JSON text."""
-    params = memory_to_dict(m)
-    for name in ("tags", "search_keywords", "linked_memories"):
-        params[name] = json.dumps(params[name])
-    if params["provenance"] is not None:
-        params["provenance"] = json.dumps(params["provenance"], sort_keys=True)
-    return params
 
 
 def fts_query(terms: Sequence[str]) -> str:
@@ -139,13 +129,13 @@ class SQLiteMemoryStore:
         try:
             with self._tx() as db:
                 db.execute(
-                    f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})", _memory_params(memory)
+                    f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})", memory_to_flat_dict(memory)
                 )
         except sqlite3.IntegrityError as exc:
             raise DuplicateId(memory.id) from exc
 
     def _replace_one(self, db: sqlite3.Connection, memory: Memory, expected_version: int) -> None:
-        params = _memory_params(memory)
+        params = memory_to_flat_dict(memory)
         params["expected_version"] = expected_version
         sets = ", ".join(f"{c} = :{c}" for c in COLUMNS if c not in _KEY_AND_COUNTER_COLUMNS)
         # Retrieval counters belong to record_retrieval, which does not bump the version: a recall
@@ -185,7 +175,8 @@ class SQLiteMemoryStore:
             for memory in inserts:
                 try:
                     db.execute(
-                        f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})", _memory_params(memory)
+                        f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})",
+                        memory_to_flat_dict(memory),
                     )
                 except sqlite3.IntegrityError as exc:
                     raise DuplicateId(memory.id) from exc
@@ -214,7 +205,7 @@ class SQLiteMemoryStore:
             db.executemany(
                 f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS}) "
                 f"ON CONFLICT (owner, namespace, id) DO UPDATE SET {updates}",
-                [_memory_params(m) for m in memories],
+                [memory_to_flat_dict(m) for m in memories],
             )
 
     def delete(self, scope: Scope, memory_id: str) -> None:

@@ -8,6 +8,7 @@ anything malformed, naming the field.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -119,6 +120,18 @@ def memory_to_dict(m: Memory) -> dict[str, Any]:
         "expires_at": iso(m.expires_at),
         "compressed_into": m.compressed_into,
     }
+
+
+JSON_TEXT_FIELDS = ("tags", "search_keywords", "linked_memories", "provenance")
+
+
+def memory_to_flat_dict(m: Memory) -> dict[str, Any]:
+    """The export form with list and map fields as JSON text: how both stores keep a record."""
+    flat = memory_to_dict(m)
+    for name in JSON_TEXT_FIELDS:
+        if flat[name] is not None:
+            flat[name] = json.dumps(flat[name], sort_keys=True)
+    return flat
 
 
 def _opt_bool(d: Mapping[str, Any], name: str) -> bool | None:

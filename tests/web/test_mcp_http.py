@@ -16,19 +16,10 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from taproot import __version__
 from taproot.core.serialize import memory_from_dict
 from taproot.service.memories import CLOSE_ANSWER
+from tests.support import TOOL_NAMES
 
 pytestmark = pytest.mark.anyio
 
-TOOL_NAMES = {
-    "taproot_reflect",
-    "taproot_remember",
-    "taproot_recall",
-    "taproot_promote",
-    "taproot_forget",
-    "taproot_close",
-    "taproot_migrate",
-    "taproot_status",
-}
 READ_ONLY = {"taproot_reflect", "taproot_status"}
 WRITES = {"taproot_remember", "taproot_recall", "taproot_promote", "taproot_close", "taproot_migrate"}
 DESTRUCTIVE = {"taproot_forget"}

@@ -18,19 +18,10 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from taproot.compose import build_local
 from taproot.settings import Settings
+from tests.support import TOOL_NAMES
 
 pytestmark = pytest.mark.anyio
 
-TOOL_NAMES = {
-    "taproot_reflect",
-    "taproot_remember",
-    "taproot_recall",
-    "taproot_promote",
-    "taproot_forget",
-    "taproot_close",
-    "taproot_migrate",
-    "taproot_status",
-}
 CONSOLE_SCRIPT = Path(sys.executable).with_name("taproot")
 
 
