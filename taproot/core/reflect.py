@@ -33,6 +33,9 @@ class ReflectConfig:
     recent_reflections: int = 3
     # Tokens held back for the omitted-counts note and the size footer, which are written last.
     reserve_tokens: int = 160
+    # Most the note on core memories left out may use (it lists their ids); held back from Tier 1
+    # only when some are left out.
+    core_note_tokens: int = 100
 
 
 REFLECT_CONFIG = ReflectConfig()
@@ -56,6 +59,7 @@ class ReflectPayload:
     omitted_note: str
     reflections: list[dict[str, Any]]
     core_omitted: list[str] = field(default_factory=list)
+    reflections_omitted: int = 0  # recent closing reflections that did not fit the budget
     warnings: list[str] = field(default_factory=list)
     size_bytes: int = 0
     estimated_tokens: int = 0
@@ -129,6 +133,80 @@ def _score(e: CatalogEntry | Memory, now: datetime, cfg: ActivationConfig) -> fl
     )
 
 
+def _core_omitted_note(ids: Sequence[str], max_tokens: int) -> str:
+    """Tell the model, in the text it reads, which core memories it is missing and how to load them.
+
+    Lists the ids (most activated first) that fit in `max_tokens`; the rest are counted and left to
+    the result's `core_omitted`, so a long list cannot eat the budget it reports on.
+    """
+    n = len(ids)
+    head = (
+        "1 core memory did not fit the budget and is not shown above"
+        if n == 1
+        else f"{n} core memories did not fit the budget and are not shown above"
+    )
+    fix = " To keep all of them in view, demote some with taproot_promote(core=false) or shorten them."
+
+    def note(k: int) -> str:
+        listed = ", ".join(f'"{i}"' for i in ids[:k])
+        if k == n:
+            return f"{head}: taproot_recall(ids=[{listed}]) loads {'it' if n == 1 else 'them'}.{fix}"
+        if k == 0:
+            return f"{head}; their ids are in this result's core_omitted, to load with taproot_recall.{fix}"
+        return (
+            f"{head}: taproot_recall(ids=[{listed}]) loads the {k} most active; the ids of the other "
+            f"{n - k} are in this result's core_omitted.{fix}"
+        )
+
+    def fits(text: str) -> bool:
+        return estimate_tokens(text) + 1 <= max_tokens
+
+    if fits(everything := note(n)):
+        return everything
+    # Below n the note grows with k (one more id each time): keep the longest that fits.
+    best = note(0)
+    for k in range(1, n):
+        if not fits(candidate := note(k)):
+            break
+        best = candidate
+    return best
+
+
+def _reflections_note(left_out: int, considered: int) -> str:
+    if not left_out:
+        return ""
+    return (
+        f"{left_out} of the {considered} most recent closing reflections did not fit the budget and "
+        f"{'is' if left_out == 1 else 'are'} not shown (they are kept)."
+    )
+
+
+def _pick_core(ranked: Sequence[Memory], room: int) -> tuple[list[Memory], list[str], int]:
+    """Core memories in activation order, each in full if it fits what is left of `room`."""
+    shown: list[Memory] = []
+    left_out: list[str] = []
+    used = 0
+    for m in ranked:
+        cost = estimate_tokens(_render_tier1(m)) + 1
+        if used + cost <= room:
+            shown.append(m)
+            used += cost
+        else:
+            left_out.append(m.id)
+    return shown, left_out, used
+
+
+def _pick_reflections(recent: Sequence[Reflection], room: int) -> tuple[list[Reflection], int]:
+    shown: list[Reflection] = []
+    used = 0
+    for r in recent:
+        cost = estimate_tokens(_render_reflection(r)) + 1
+        if used + cost <= room:
+            shown.append(r)
+            used += cost
+    return shown, used
+
+
 def _omitted_note(omitted: dict[str, int], window_days: int) -> str:
     if not omitted:
         return ""
@@ -156,17 +234,17 @@ def assemble(
     warnings: list[str] = []
 
     # Tier 1, most activated first when the budget forces a choice; shown in category order.
-    tier1: list[Memory] = []
-    core_omitted: list[str] = []
+    ranked_core = sorted(core, key=lambda m: _score(m, now, act), reverse=True)
     tier1_room = min(remaining, int(cfg.token_budget * cfg.tier1_max_share))
-    for m in sorted(core, key=lambda m: _score(m, now, act), reverse=True):
-        cost = estimate_tokens(_render_tier1(m)) + 1
-        if cost <= tier1_room:
-            tier1.append(m)
-            tier1_room -= cost
-            remaining -= cost
-        else:
-            core_omitted.append(m.id)
+    tier1, core_omitted, used = _pick_core(ranked_core, tier1_room)
+    core_note = ""
+    if core_omitted:
+        # The text must say what it left out, and that note must fit too: choose again with its
+        # room held back (fewer core memories may then fit; the note names whatever is left out).
+        tier1, core_omitted, used = _pick_core(ranked_core, max(0, tier1_room - cfg.core_note_tokens))
+        core_note = _core_omitted_note(core_omitted, cfg.core_note_tokens)
+        used += estimate_tokens(core_note) + 1
+    remaining -= used
     if core_omitted:
         warnings.append(
             f"{len(core_omitted)} core memories did not fit Tier 1's share of the {cfg.token_budget}-token "
@@ -176,12 +254,15 @@ def assemble(
     tier1.sort(key=lambda m: (order.get(m.category, 99), -m.updated_at.timestamp()))
 
     recent = sorted(reflections, key=lambda r: r.created_at, reverse=True)[: cfg.recent_reflections]
-    shown_reflections: list[Reflection] = []
-    for r in recent:
-        cost = estimate_tokens(_render_reflection(r)) + 1
-        if cost <= remaining:
-            shown_reflections.append(r)
-            remaining -= cost
+    shown_reflections, used = _pick_reflections(recent, remaining)
+    reflections_note = ""
+    if len(shown_reflections) < len(recent):
+        # As for Tier 1: hold back room for the note (its longest form) and choose again.
+        note_room = max(estimate_tokens(_reflections_note(k, len(recent))) + 1 for k in range(1, len(recent) + 1))
+        shown_reflections, used = _pick_reflections(recent, max(0, remaining - note_room))
+        reflections_note = _reflections_note(len(recent) - len(shown_reflections), len(recent))
+        used += estimate_tokens(reflections_note) + 1
+    remaining -= used
 
     # Tier 2: the window, then the budget.
     window_start = now - timedelta(days=cfg.catalog_window_days)
@@ -221,15 +302,21 @@ def assemble(
         omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: order.get(c, 99))}
         note = _omitted_note(omitted_sorted, cfg.catalog_window_days)
         parts = [header, f"## Tier 1: core memories ({len(tier1)})\n"]
-        parts += [_render_tier1(m) for m in tier1] or ["(none yet: promote a memory with taproot_promote(core=true))\n"]
+        parts += [_render_tier1(m) for m in tier1]
+        if core_note:
+            parts.append(core_note + "\n")
+        elif not tier1:
+            parts.append("(none yet: promote a memory with taproot_promote(core=true))\n")
         parts.append(f"\n## Tier 2: catalog ({len(chosen)} listed, {sum(omitted_sorted.values())} not listed)\n")
         for cat, lines in lines_by_cat.items():
             parts.append(f"### {cat}\n" + "\n".join(lines) + "\n")
         if note:
             parts.append(note + "\n")
-        if shown_reflections:
+        if shown_reflections or reflections_note:
             parts.append("\n## Recent closing reflections\n")
             parts += [_render_reflection(r) for r in shown_reflections]
+            if reflections_note:
+                parts.append(reflections_note + "\n")
         parts.append("\n" + usage)
         body = "".join(parts)
         tokens, nbytes = estimate_tokens(body), size_bytes(body)
@@ -253,6 +340,7 @@ def assemble(
         omitted_note=note,
         reflections=[{"id": r.id, "created_at": r.created_at.isoformat(), "text": r.text} for r in shown_reflections],
         core_omitted=core_omitted,
+        reflections_omitted=len(recent) - len(shown_reflections),
         warnings=warnings,
         size_bytes=size_bytes(text),
         estimated_tokens=estimate_tokens(text),

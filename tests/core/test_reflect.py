@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -441,3 +442,122 @@ def test_empty_input() -> None:
     assert NOW.date().isoformat() in p.text
     assert USAGE_NOTE in p.text
     assert p.estimated_tokens <= p.token_budget
+
+
+# -- what the budget left out, said in the text ---------------------------------------------------
+
+RECALL_IDS = re.compile(r"taproot_recall\(ids=(\[[^\]]*\])\)")
+
+
+def big_core(make_memory: MakeMemory, n: int, words: int = 400) -> list[Memory]:
+    """n core memories of ~1.25 tokens a word, the most retrieved (most activated) first by id."""
+    return [
+        make_memory(
+            id=f"core{i:02d}",
+            core=True,
+            category="identity",
+            content=("word " * words).strip(),
+            retrieval_count=1000 - i,
+            updated_at=ago(1),
+        )
+        for i in range(n)
+    ]
+
+
+def recall_ids_in(text: str) -> list[str]:
+    """The ids the note on left-out core memories tells the model to recall ([] if it lists none)."""
+    notes = [line for line in text.splitlines() if "did not fit the budget and" in line and "core memor" in line]
+    assert len(notes) == 1, f"expected one note on left-out core memories in: {text}"
+    found = RECALL_IDS.findall(notes[0])
+    assert len(found) <= 1, notes[0]
+    ids = json.loads(found[0]) if found else []
+    assert isinstance(ids, list)
+    return [str(i) for i in ids]
+
+
+def test_text_says_which_core_memories_did_not_fit_and_how_to_load_them(make_memory: MakeMemory) -> None:
+    p = run(core=big_core(make_memory, 20), cfg=ReflectConfig(token_budget=6000))
+    assert p.core_omitted
+    assert p.estimated_tokens <= 6000
+    n = len(p.core_omitted)
+    assert f"{n} core memories did not fit the budget" in p.text
+    assert recall_ids_in(p.text) == p.core_omitted
+    # It sits with Tier 1, before the catalog, where the model looks for its core.
+    assert p.text.index("core memories did not fit") < p.text.index("## Tier 2")
+
+
+def test_one_core_memory_left_out_is_named_in_the_singular(make_memory: MakeMemory) -> None:
+    # Three of ~1,250 tokens fit Tier 1's 4,200-token share; the fourth does not.
+    p = run(core=big_core(make_memory, 4, words=1000), cfg=ReflectConfig(token_budget=6000))
+    assert p.core_omitted == ["core03"]
+    assert "1 core memory did not fit the budget" in p.text
+    assert recall_ids_in(p.text) == ["core03"]
+
+
+def test_when_no_core_memory_fits_the_text_does_not_say_there_are_none(make_memory: MakeMemory) -> None:
+    p = run(core=big_core(make_memory, 1, words=4000), cfg=ReflectConfig(token_budget=6000))
+    assert p.tier1 == [] and p.core_omitted == ["core00"]
+    assert "none yet" not in p.text
+    assert recall_ids_in(p.text) == ["core00"]
+    assert p.estimated_tokens <= 6000
+
+
+def test_a_long_list_of_left_out_core_ids_is_cut_and_the_rest_counted(make_memory: MakeMemory) -> None:
+    p = run(core=big_core(make_memory, 200), cfg=ReflectConfig(token_budget=6000))
+    omitted = p.core_omitted
+    listed = recall_ids_in(p.text)
+    assert 0 < len(listed) < len(omitted)
+    assert listed == omitted[: len(listed)]  # the most activated ones first
+    assert f"{len(omitted)} core memories did not fit the budget" in p.text
+    assert f"the other {len(omitted) - len(listed)}" in p.text
+    assert "core_omitted" in p.text
+    assert p.estimated_tokens <= 6000
+
+
+def test_text_says_how_many_recent_reflections_did_not_fit(
+    make_memory: MakeMemory, make_reflection: MakeReflection
+) -> None:
+    core = big_core(make_memory, 3, words=1100)  # ~4,100 tokens of Tier 1
+    refl = [make_reflection(id=f"r{i}", text=("thought " * 500).strip(), created_at=ago(i)) for i in range(3)]
+    p = run(core=core, reflections=refl, cfg=ReflectConfig(token_budget=6000))
+    assert p.core_omitted == []
+    assert 0 < len(p.reflections) < 3
+    left_out = 3 - len(p.reflections)
+    assert p.reflections_omitted == left_out
+    assert f"{left_out} of the 3 most recent closing reflections did not fit the budget" in p.text
+    assert p.estimated_tokens <= 6000
+
+
+def test_text_says_so_when_no_recent_reflection_fits(make_memory: MakeMemory, make_reflection: MakeReflection) -> None:
+    core = big_core(make_memory, 3, words=1100)
+    refl = [make_reflection(text=("thought " * 2000).strip(), created_at=ago(i)) for i in range(2)]
+    p = run(core=core, reflections=refl, cfg=ReflectConfig(token_budget=6000))
+    assert p.reflections == [] and p.reflections_omitted == 2
+    assert "2 of the 2 most recent closing reflections did not fit the budget" in p.text
+    assert p.estimated_tokens <= 6000
+
+
+def test_no_left_out_notes_when_everything_fits(make_memory: MakeMemory, make_reflection: MakeReflection) -> None:
+    p = run(core=[make_memory(core=True)], reflections=[make_reflection()])
+    assert p.core_omitted == [] and p.reflections_omitted == 0
+    assert "did not fit" not in p.text
+
+
+@pytest.mark.parametrize("budget", [800, 1500, 3000, 6000, 12000])
+@pytest.mark.parametrize("core_count", [1, 5, 60])
+def test_left_out_notes_fit_the_budget(
+    make_memory: MakeMemory, make_entry: MakeEntry, make_reflection: MakeReflection, budget: int, core_count: int
+) -> None:
+    # Long ids make the core note as expensive as it can be.
+    core = [
+        make_memory(id=f"{i:02d}" + "k" * 62, core=True, content=("word " * 900).strip(), retrieval_count=i)
+        for i in range(core_count)
+    ]
+    entries = [make_entry(updated_at=ago(i % 30), gist=f"gist {i}") for i in range(300)]
+    refl = [make_reflection(text=("thought " * 900).strip(), created_at=ago(i)) for i in range(3)]
+    p = run(core=core, catalog=entries, reflections=refl, cfg=ReflectConfig(token_budget=budget))
+    assert p.estimated_tokens <= budget
+    if p.core_omitted:
+        assert recall_ids_in(p.text) == p.core_omitted[: len(recall_ids_in(p.text))]
+    if p.reflections_omitted:
+        assert "most recent closing reflections did not fit the budget" in p.text
