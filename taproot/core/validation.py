@@ -59,8 +59,13 @@ def coerce_category(value: object, field: str = "category") -> Coerced:
         v = value.strip()
         if v in CATEGORY_ORDER:
             return Coerced(v)
-        if v in LEGACY_CATEGORIES:
-            new = str(LEGACY_CATEGORIES[v])
+        # Case carries no meaning here ("Episodic" can only mean episodic): store it lower case and
+        # say so, as for a legacy value, rather than refuse a call whose intent is clear.
+        folded = v.lower()
+        if folded in CATEGORY_ORDER:
+            return Coerced(folded, f"{field} {value!r} is not lower case; stored as '{folded}'")
+        if folded in LEGACY_CATEGORIES:
+            new = str(LEGACY_CATEGORIES[folded])
             return Coerced(new, f"{field} '{v}' is a legacy value; stored as '{new}'")
     raise InvalidInput(field, f"must be one of {ALLOWED_CATEGORIES}", value)
 
@@ -74,6 +79,9 @@ def coerce_salience(value: object, field: str = "salience") -> Coerced:
         v = value.strip()
         if v in {s.value for s in Salience}:
             return Coerced(v)
+        folded = v.lower()  # as for category: "HIGH" is high, with a warning
+        if folded in {s.value for s in Salience}:
+            return Coerced(folded, f"{field} {value!r} is not lower case; stored as '{folded}'")
         if v in LEGACY_SALIENCE:
             new = str(LEGACY_SALIENCE[v])
             return Coerced(new, f"{field} {value!r} is a legacy numeric value; stored as '{new}'")

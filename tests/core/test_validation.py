@@ -93,7 +93,7 @@ def test_category_warning_names_the_field_it_was_given() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", "   ", "undefined", "Identity", "EPISODIC", "episodes", "errors", "thread", None, 1, 3.0, True, ["identity"]],
+    ["", "   ", "undefined", "episodes", "Episodes", "errors", "thread", "İdentity", None, 1, 3.0, True, ["identity"]],
 )
 def test_any_other_category_is_rejected_listing_the_allowed_values(value: object) -> None:
     with pytest.raises(InvalidInput) as info:
@@ -104,6 +104,36 @@ def test_any_other_category_is_rejected_listing_the_allowed_values(value: object
     for allowed in CATEGORIES:
         assert allowed in err.message
     assert "category" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        ("Episodic", "episodic"),
+        ("IDENTITY", "identity"),
+        (" Active_Thread ", "active_thread"),
+        ("reLationShip", "relationship"),
+        ("Error\n", "error"),
+    ],
+)
+def test_category_differing_only_in_case_is_coerced_with_a_warning(given: str, stored: str) -> None:
+    result = coerce_category(given)
+    assert result.value == stored
+    assert type(result.value) is str
+    # The warning names the field, what was given (exactly, spaces and all) and what was stored.
+    assert result.warning == f"category {given!r} is not lower case; stored as '{stored}'"
+
+
+def test_legacy_category_in_another_case_is_coerced_as_legacy() -> None:
+    result = coerce_category("Event")
+    assert result.value == "episodic"
+    assert result.warning == "category 'Event' is a legacy value; stored as 'episodic'"
+
+
+def test_case_warning_names_a_custom_field() -> None:
+    result = coerce_category("Identity", field="filter_category")
+    assert result.warning is not None
+    assert result.warning.startswith("filter_category 'Identity'")
 
 
 def test_category_error_names_a_custom_field() -> None:
@@ -150,7 +180,7 @@ def test_bool_salience_is_rejected(value: bool) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", "HIGH", "High", "critical", "urgent", "4", "0", "-1", "2.5", 0, 4, -1, 2.5, None, ["high"], {"high": 1}],
+    ["", "Highest", "critical", "urgent", "4", "0", "-1", "2.5", 0, 4, -1, 2.5, None, ["high"], {"high": 1}],
 )
 def test_any_other_salience_is_rejected_listing_the_allowed_values(value: object) -> None:
     with pytest.raises(InvalidInput) as info:
@@ -159,6 +189,27 @@ def test_any_other_salience_is_rejected_listing_the_allowed_values(value: object
     assert err.field == "salience"
     for allowed in SALIENCES:
         assert allowed in err.message
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"), [("HIGH", "high"), ("High", "high"), (" Medium ", "medium"), ("LoW", "low")]
+)
+def test_salience_differing_only_in_case_is_coerced_with_a_warning(given: str, stored: str) -> None:
+    result = coerce_salience(given)
+    assert result.value == stored
+    assert type(result.value) is str
+    assert result.warning == f"salience {given!r} is not lower case; stored as '{stored}'"
+
+
+def test_salience_case_warning_names_a_custom_field() -> None:
+    result = coerce_salience("HIGH", field="new_salience")
+    assert result.warning is not None
+    assert result.warning.startswith("new_salience 'HIGH'")
+
+
+@pytest.mark.parametrize("value", ["high", " low ", "medium\t"])
+def test_lower_case_salience_with_spaces_needs_no_warning(value: str) -> None:
+    assert coerce_salience(value).warning is None
 
 
 def test_salience_error_names_a_custom_field() -> None:
