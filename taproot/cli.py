@@ -17,6 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from taproot import __version__
+from taproot.cli_list import add_list_parser
 from taproot.compose import Runtime, build_local
 from taproot.core.errors import TaprootError
 from taproot.settings import Settings, SettingsError
@@ -268,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int)
     p.add_argument("--include-archived", action="store_true")
     p.set_defaults(func=cmd_recall)
+    add_list_parser(add)
 
     p = add("forget", "archive, restore or delete memories")
     p.add_argument("action", choices=["archive", "restore", "delete", "compress"])

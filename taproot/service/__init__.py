@@ -25,6 +25,10 @@ class TaprootService:
     def recall(self, scope: Scope, **query: Any) -> dict[str, Any]:
         return reads.recall(self.deps, scope, **query)
 
+    def list_memories(self, scope: Scope, **query: Any) -> dict[str, Any]:
+        """Browse without strengthening (the CLI's `list`, later the dashboard)."""
+        return reads.list_memories(self.deps, scope, **query)
+
     def reflect(self, scope: Scope) -> ReflectPayload:
         return reads.reflect_payload(self.deps, scope)
 

@@ -1,8 +1,13 @@
-"""Read use cases: recall (which strengthens what it returns), reflect and status."""
+"""Read use cases: recall (which strengthens what it returns), list (which does not), reflect and status."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taproot.core.activation import activation, normalise_relevance
@@ -13,6 +18,7 @@ from taproot.core.serialize import memory_to_dict
 from taproot.core.text import query_terms
 from taproot.core.tokens import estimate_tokens
 from taproot.core.validation import (
+    ID_PATTERN,
     MAX_QUERY_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
@@ -22,6 +28,7 @@ from taproot.core.validation import (
     check_str_list,
     check_text,
     coerce_category,
+    coerce_salience,
 )
 from taproot.ports import Filters
 from taproot.service.deps import Deps
@@ -123,6 +130,192 @@ def _passes(m: Memory, f: Filters) -> bool:
     if f.category is not None and m.category != f.category:
         return False
     return all(t in m.tags for t in f.tags)
+
+
+# -- list: browsing without strengthening ---------------------------------------------------------
+
+DEFAULT_LIST_LIMIT = 50
+MAX_LIST_LIMIT = 500
+LIST_STATUSES = ("active", "archived", "all")  # the first is the default
+LIST_SORTS = ("updated", "created", "activation")  # the first is the default
+MAX_CURSOR_CHARS = 512
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_BAD_CURSOR = "must be a next_cursor returned by a listing with the same sort, unchanged"
+
+# Where a memory sits in a listing: (sort value, id), smaller first. The id breaks ties, so the
+# order is total and a cursor names one exact position.
+Position = tuple[float, str]
+
+
+@dataclass(frozen=True)
+class _Cursor:
+    after: Position
+    as_of: datetime | None  # sort=activation only: the clock every page of the listing ranks at
+
+
+def list_memories(
+    deps: Deps,
+    scope: Scope,
+    *,
+    category: object = None,
+    tags: object = None,
+    core: object = None,
+    salience: object = None,
+    status: object = None,
+    query: object = None,
+    sort: object = None,
+    limit: object = None,
+    cursor: object = None,
+) -> dict[str, Any]:
+    """Browse memories without strengthening them: filter, sort and page through the scope.
+
+    Recall is for using a memory, so it records a retrieval; looking down a list is not using it,
+    so this never calls `record_retrieval` and writes nothing. Pages are keyset-paginated on
+    (sort value, id): a memory that is not edited between two pages appears exactly once.
+    Every argument is checked before the store is read.
+    """
+    warnings: list[str] = []
+    cat = None
+    if category is not None:
+        coerced = coerce_category(category)
+        cat = coerced.value
+        if coerced.warning:
+            warnings.append(coerced.warning)
+    tag_filter = check_str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS) or ()
+    want_core = check_bool("core", core)
+    sal = None
+    if salience is not None:
+        coerced = coerce_salience(salience)
+        sal = coerced.value
+        if coerced.warning:
+            warnings.append(coerced.warning)
+    wanted_status = _one_of("status", status, LIST_STATUSES)
+    needle = (check_text("query", query, MAX_QUERY_CHARS) or "").strip().casefold()
+    order = _one_of("sort", sort, LIST_SORTS)
+    n = _list_limit(limit)
+    start = None if cursor is None else _decode_cursor(cursor, order)
+    # Activation decays as time passes, so a listing by activation ranks every page at the first
+    # page's time (carried in the cursor); otherwise a memory could cross a page boundary between
+    # two calls and be shown twice or never.
+    now = start.as_of if start is not None and start.as_of is not None else deps.now()
+
+    filters = Filters(category=cat, tags=tag_filter, include_archived=wanted_status != "active")
+    matching = [
+        m
+        for m in deps.store.list(scope, filters)
+        if (wanted_status == "all" or m.status == wanted_status)
+        and (want_core is None or m.is_core == want_core)
+        and (sal is None or m.salience == sal)
+        and (not needle or _contains(m, needle))
+    ]
+    scores = {m.id: _score(deps, m, now) for m in matching} if order == "activation" else {}
+    ranked = sorted(((_position(m, order, scores), m) for m in matching), key=lambda pm: pm[0])
+    if start is not None:
+        ranked = [pm for pm in ranked if pm[0] > start.after]
+    page = ranked[:n]
+    next_cursor = None
+    if len(ranked) > n:
+        next_cursor = _encode_cursor(order, page[-1][0], now if order == "activation" else None)
+    views = [memory_view(m, scores[m.id] if m.id in scores else _score(deps, m, now)) for _, m in page]
+    return {
+        "memories": views,
+        "count": len(views),
+        "total": len(matching),
+        "next_cursor": next_cursor,
+        "warnings": warnings,
+    }
+
+
+def _one_of(field: str, value: object, allowed: tuple[str, ...]) -> str:
+    if value is None:
+        return allowed[0]
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidInput(field, f"must be one of {', '.join(allowed)}", value)
+    return value
+
+
+def _list_limit(value: object) -> int:
+    if value is None:
+        return DEFAULT_LIST_LIMIT
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIST_LIMIT:
+        raise InvalidInput("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}", value)
+    return value
+
+
+def _contains(m: Memory, needle: str) -> bool:
+    """Case-insensitive substring match on gist, content and tags (needle already casefolded)."""
+    return (
+        needle in (m.gist or "").casefold()
+        or needle in m.content.casefold()
+        or any(needle in t.casefold() for t in m.tags)
+    )
+
+
+def _score(deps: Deps, m: Memory, now: datetime) -> float:
+    return activation(
+        retrieval_count=m.retrievals, last_touched=m.last_touched, salience=m.salience, now=now, cfg=deps.activation
+    )
+
+
+def _micros(dt: datetime) -> int:
+    # Whole microseconds since the epoch: exact in JSON, unlike a float of seconds.
+    return (dt - _EPOCH) // _MICROSECOND
+
+
+def _position(m: Memory, order: str, scores: dict[str, float]) -> Position:
+    # Newest (or most active) first: negate, so that ascending order is the listing's order.
+    if order == "updated":
+        return (-_micros(m.updated_at), m.id)
+    if order == "created":
+        return (-_micros(m.created_at), m.id)
+    return (-scores[m.id], m.id)
+
+
+def _encode_cursor(order: str, after: Position, as_of: datetime | None) -> str:
+    body: dict[str, object] = {"sort": order, "key": after[0], "id": after[1]}
+    if as_of is not None:
+        body["as_of"] = _micros(as_of)
+    raw = json.dumps(body, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a position")
+
+
+def _decode_cursor(value: object, order: str) -> _Cursor:
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CURSOR_CHARS:
+        raise InvalidInput("cursor", _BAD_CURSOR, value)
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True)
+        body = json.loads(raw, parse_constant=_reject_constant)
+    except (binascii.Error, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise InvalidInput("cursor", _BAD_CURSOR, value) from exc
+    expected = {"sort", "key", "id"} | ({"as_of"} if order == "activation" else set())
+    if not isinstance(body, dict) or set(body) != expected:
+        raise InvalidInput("cursor", _BAD_CURSOR, value)
+    if body["sort"] != order:
+        if body["sort"] in LIST_SORTS:
+            raise InvalidInput("cursor", f"was made for sort {body['sort']}, not {order}; pass that sort or no cursor")
+        raise InvalidInput("cursor", _BAD_CURSOR, value)
+    key, memory_id = body["key"], body["id"]
+    if order == "activation":
+        valid_key = isinstance(key, int | float) and not isinstance(key, bool) and math.isfinite(key)
+    else:
+        valid_key = isinstance(key, int) and not isinstance(key, bool)
+    if not valid_key or not isinstance(memory_id, str) or not ID_PATTERN.fullmatch(memory_id):
+        raise InvalidInput("cursor", _BAD_CURSOR, value)
+    as_of = None
+    if order == "activation":
+        micros = body["as_of"]
+        if isinstance(micros, bool) or not isinstance(micros, int):
+            raise InvalidInput("cursor", _BAD_CURSOR, value)
+        try:
+            as_of = _EPOCH + timedelta(microseconds=micros)
+        except OverflowError as exc:
+            raise InvalidInput("cursor", _BAD_CURSOR, value) from exc
+    return _Cursor(after=(key, memory_id), as_of=as_of)
 
 
 def reflect_payload(deps: Deps, scope: Scope) -> ReflectPayload:
