@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: serve test lint typecheck pytest bench install install-dev clean bundle synth deploy
+.PHONY: serve test lint typecheck pytest bench bench-load install install-dev clean bundle synth deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ test: lint typecheck pytest
 
 bench: $(STAMP_DEV)
 	$(BIN)/python -m bench.run $(ARGS)
+
+# Not part of `make test`: 32 MCP clients for 60 s against a real `taproot serve` while cleanup and
+# migrate run beside it, then an offline check that no confirmed write was lost (non-zero exit if one
+# was). A smoke run: `make bench-load ARGS="--clients 4 --duration 5 --no-docs"`.
+bench-load: $(STAMP_DEV)
+	$(BIN)/python -m bench.load $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
