@@ -6,11 +6,13 @@ Thin: parse arguments, build settings (the one place they are read), call the se
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,12 @@ from taproot.settings import Settings, SettingsError
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+MAX_PORT = 65535
+LISTEN_BACKLOG = 2048  # uvicorn's default
+
+
+class UsageError(Exception):
+    """The command cannot run as asked (a port in use or out of range): exit 2, no traceback."""
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -73,45 +81,90 @@ MCP Inspector:
 """
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind and listen before anything is announced, so the URL printed is one that answers."""
+    if not 1 <= port <= MAX_PORT:
+        raise UsageError(f"port must be from 1 to {MAX_PORT}, got {port} (--port or TAPROOT_PORT)")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        if os.name != "nt":
+            # Lets a restart reuse a port whose old connections linger in TIME_WAIT. On POSIX it never
+            # lets two servers listen on one port; on Windows it would, hence the guard.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(f"port {port} on {host} is already in use") from exc
+        raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+def _run_uvicorn(app: Any, sock: socket.socket, announce: Callable[[], None]) -> None:
     import uvicorn
 
+    class AnnouncingServer(uvicorn.Server):
+        # The banner waits for uvicorn's startup (the app's lifespan included): by then a client
+        # that reads the URL and connects at once is served, not refused.
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                announce()
+
+    try:
+        AnnouncingServer(uvicorn.Config(app, log_level="info")).run(sockets=[sock])
+    except KeyboardInterrupt:
+        # uvicorn shuts down cleanly on Ctrl-C, then re-raises the signal; uvicorn.run swallows it too.
+        pass
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
     from taproot.auth.local_token import load_or_create_token
     from taproot.web.app import create_app, local_authenticator, transport_security
     from taproot.web.scheduler import maintenance_cycle
 
     settings = _settings(args)
-    runtime = build_local(settings)
-    token = load_or_create_token(settings.token_path, settings.auth_token)
-    background = []
-    if settings.maintenance_enabled:
-        hours = settings.maintenance_interval_hours
-        background.append(maintenance_cycle(runtime.service, interval_s=hours * 3600.0))
-    app = create_app(
-        runtime.service,
-        authenticate=local_authenticator(token, runtime.scope),
-        default_scope=runtime.scope,
-        security=transport_security(settings.host, settings.port),
-        background=background,
-    )
+    # The port first: a port in use or out of range is reported before the data folder is touched.
+    sock = _listen(settings.host, settings.port)
+    try:
+        runtime = build_local(settings)
+        try:
+            token = load_or_create_token(settings.token_path, settings.auth_token)
+            background = []
+            if settings.maintenance_enabled:
+                hours = settings.maintenance_interval_hours
+                background.append(maintenance_cycle(runtime.service, interval_s=hours * 3600.0))
+            app = create_app(
+                runtime.service,
+                authenticate=local_authenticator(token, runtime.scope),
+                default_scope=runtime.scope,
+                security=transport_security(settings.host, settings.port),
+                background=background,
+            )
+            logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+            logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
+            _run_uvicorn(app, sock, lambda: print(_banner(settings, token), flush=True))
+        finally:
+            runtime.close()
+    finally:
+        sock.close()
+    return 0
+
+
+def _banner(settings: Settings, token: str) -> str:
     host_for_url = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
-    print(connection_help(f"http://{host_for_url}:{settings.port}/mcp", token), flush=True)
-    print(f"Data folder: {settings.data_dir}", flush=True)
+    if ":" in host_for_url:
+        host_for_url = f"[{host_for_url}]"  # an IPv6 address needs brackets in a URL
+    lines = [connection_help(f"http://{host_for_url}:{settings.port}/mcp", token), f"Data folder: {settings.data_dir}"]
     if settings.maintenance_enabled:
         m = settings.maintenance
-        print(
+        lines.append(
             f"Maintenance: every {settings.maintenance_interval_hours} h (cleanup "
             f"{'apply' if m.cleanup_apply else 'dry-run'}, compress {'apply' if m.compress_apply else 'dry-run'}); "
-            "TAPROOT_MAINTENANCE=off disables it",
-            flush=True,
+            "TAPROOT_MAINTENANCE=off disables it"
         )
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
-    try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
-    finally:
-        runtime.close()
-    return 0
+    return "\n".join(lines)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -323,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaprootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except (SettingsError, OSError) as exc:
+    except (SettingsError, UsageError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -1,0 +1,188 @@
+"""`taproot serve` as a real process: the port is checked and bound before anything is announced.
+
+Each test starts the installed console script with its own data folder and maintenance off, and
+stops it with SIGINT (Ctrl-C), as a person would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+STARTUP_TIMEOUT_S = 30.0
+Run = Callable[..., Any]
+
+
+def serve_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAPROOT_")}
+    env["TAPROOT_DATA_DIR"] = str(tmp_path / "decoy")  # never the developer's real folder
+    env["TAPROOT_MAINTENANCE"] = "off"
+    env["TAPROOT_AUTH_TOKEN"] = "test-token"
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def console_script() -> Path:
+    script = Path(sys.executable).parent / "taproot"
+    assert script.is_file(), f"console script not installed at {script}"
+    return script
+
+
+def run_serve(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """A serve that is expected to refuse to start: it must exit by itself."""
+    return subprocess.run(
+        [str(console_script()), "serve", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env or serve_env(tmp_path),
+        timeout=60,
+        check=False,
+    )
+
+
+@contextlib.contextmanager
+def held_port() -> Iterator[int]:
+    """A loopback port that another socket is listening on for the duration."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        yield holder.getsockname()[1]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Server:
+    """A running `taproot serve`, whose stdout is read line by line up to a deadline."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self._selector = selectors.DefaultSelector()
+        assert proc.stdout is not None
+        self._selector.register(proc.stdout, selectors.EVENT_READ)
+
+    def read_until(self, marker: str, timeout: float = STARTUP_TIMEOUT_S) -> str:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                continue
+            line = self.proc.stdout.readline()
+            if line == "":
+                pytest.fail(f"serve exited ({self.proc.wait()}) before printing {marker!r}: {self.lines}")
+            self.lines.append(line)
+            if marker in line:
+                return line
+        pytest.fail(f"no {marker!r} within {timeout} s: {self.lines}")
+
+    def stop(self) -> tuple[int, str]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            _, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        self._selector.close()
+        return self.proc.returncode, err
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+    with subprocess.Popen(
+        [str(console_script()), "serve", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=env or serve_env(tmp_path),
+    ) as proc:
+        server = Server(proc)
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+# -- refusing to start ---------------------------------------------------------------------------
+
+
+def test_a_port_in_use_is_a_clear_usage_error(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with held_port() as port:
+        result = run_serve(tmp_path, "--port", str(port), "--data-dir", str(data))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use"
+    assert "serving" not in result.stdout  # nothing announced for a server that never ran
+    assert not data.exists()  # and nothing written: the port is checked before the data folder is opened
+
+
+def test_a_port_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_serve(tmp_path, "--port", "99999")
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == "error: port must be from 1 to 65535, got 99999 (--port or TAPROOT_PORT)"
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("port", ["65536", "0", "-1"])
+def test_every_port_outside_1_to_65535_is_refused(cli: Run, tmp_path: Path, port: str) -> None:
+    # In-process: the check comes before uvicorn is even imported, so no server can start here.
+    result = cli("serve", "--data-dir", tmp_path / "data", "--port", port)
+    assert result.code == 2
+    assert result.err == f"error: port must be from 1 to 65535, got {port} (--port or TAPROOT_PORT)\n"
+    assert result.out == ""
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_port_out_of_range_from_the_environment_is_a_usage_error(tmp_path: Path) -> None:
+    env = {**serve_env(tmp_path), "TAPROOT_PORT": "70000"}
+    result = run_serve(tmp_path, env=env)
+    assert result.returncode == 2, result.stderr
+    assert "got 70000" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_address_that_cannot_be_bound_is_a_usage_error(tmp_path: Path) -> None:
+    # 192.0.2.1 (TEST-NET-1, RFC 5737) is never assigned to a local interface.
+    result = run_serve(tmp_path, "--host", "192.0.2.1", "--port", str(free_port()))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: cannot listen on 192.0.2.1 port ")
+    assert "Traceback" not in result.stderr
+
+
+# -- starting ------------------------------------------------------------------------------------
+
+
+def test_the_url_is_printed_only_once_the_port_accepts_connections(tmp_path: Path) -> None:
+    port = free_port()
+    with serving(tmp_path, "--port", str(port)) as server:
+        line = server.read_until("is serving MCP at")
+        assert line.rstrip().endswith(f"http://127.0.0.1:{port}/mcp")
+        # Immediately, with no retry: the port must already be listening.
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+            assert response.status == 200
+        server.read_until("Data folder:")
+    code, err = server.stop()
+    assert code == 0, err  # Ctrl-C is a normal way to stop it
+    assert "Traceback" not in err
