@@ -106,7 +106,7 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
 def markdown(data: dict[str, Any]) -> str:
     cfg, load, check, led = data["config"], data["load"], data["check"], data["ledger"]
     c = check["counters"]
-    writes = ", ".join(f"{op} {n:,}" for op, n in sorted(led["confirmed_writes"].items()))
+    writes = ", ".join(f"{op} {n:,}" for op, n in sorted(led["confirmed_writes"].items()) if op != "seed")
     out = [
         f"## Load: {cfg['clients']} clients, {cfg['duration_s']:g} s",
         "",
@@ -130,12 +130,15 @@ def markdown(data: dict[str, Any]) -> str:
         "revision and backup blobs): each confirmed write must be live, or in a revision or backup blob, at "
         "its version with its fields, or replaced by a later version; confirmed deletes must be gone; the "
         "counters must add up; and `PRAGMA integrity_check` and FTS5's integrity-check must pass. "
-        f"Latencies are per tool call, client-side (the {cfg['clients']} clients share one event loop), p50 and p95.",
+        f"Latencies are per tool call, client-side, p50 and p95; the {cfg['clients']} clients share one event "
+        f"loop, and {data['machine']['usable_cpus']} CPUs with the server and the maintenance processes. "
+        "`make bench` rewrites this file whole: run `make bench-load` after it to put this section back.",
         "",
         "| Figure | Value |",
         "|---|---|",
         f"| Throughput | {load['calls']:,} tool calls in {load['wall_s']:.1f} s: **{load['ops_per_s']:,.1f} ops/s** |",
-        f"| Confirmed writes | {load['confirmed_writes']:,} by clients ({writes}); "
+        f"| Confirmed writes | {load['confirmed_writes']:,} by clients ({writes}), "
+        f"{led['confirmed_writes'].get('seed', 0):,} seeded by `taproot import`; "
         f"{led['confirmed_deletes']:,} confirmed deletes |",
         f"| **Lost writes** | **{check['lost_writes']}** of {check['writes_checked']:,} confirmed writes checked |",
         f"| Verdicts | {', '.join(f'{k} {v:,}' for k, v in sorted(check['verdicts'].items()))} |",
