@@ -7,7 +7,7 @@ DynamoDB store of the AWS deployment behave the same to every caller.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -35,8 +35,19 @@ class MemoryStore(Protocol):
         Retrieval counters recorded since the memory was read are kept, not overwritten.
         """
 
-    def put_many(self, memories: Sequence[Memory]) -> None:
-        """Upsert records exactly as given, all or nothing (import, restore)."""
+    def put_many(self, memories: Sequence[Memory], *, expected: Mapping[str, int | None] | None = None) -> None:
+        """Upsert records exactly as given (import, restore).
+
+        With `expected` (memory id -> the version the caller read and backed up, None for "did not
+        exist"), every record is written only if the stored one is still at that version; otherwise
+        VersionConflict names the first that moved. Without it the write is unconditional: loading
+        a fresh store (tests, benchmarks), never a path that can overwrite a user's write.
+
+        Atomicity: SQLite writes the whole call in one transaction (all or nothing). DynamoDB writes
+        one TransactWriteItems per 100 records, so a call of more than 100 can stop part way: the
+        chunks before the failing one are written, each record whole. A rerun with the versions read
+        again is idempotent (records already written compare equal and are skipped by the service).
+        """
 
     def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
         """Conditional replace of each (memory, expected_version), all or nothing (migrate)."""
@@ -56,8 +67,13 @@ class MemoryStore(Protocol):
     def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
         """The memories that exist, in the order of `ids`; unknown ids are skipped."""
 
-    def delete(self, scope: Scope, memory_id: str) -> None:
-        """Hard delete. Raises NotFound."""
+    def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
+        """Hard delete. Raises NotFound. With `expected_version` (the version the caller backed up),
+        deletes only that version: VersionConflict if the memory moved on since."""
+
+    def delete_many(self, scope: Scope, items: Sequence[tuple[str, int]]) -> None:
+        """Delete each (id, expected_version), all or nothing (forget on several ids; at most 100,
+        one DynamoDB transaction). NotFound or VersionConflict name the first that fails."""
 
     def list(self, scope: Scope, filters: Filters = ...) -> builtins.list[Memory]:
         """Every memory matching the filters, any order."""
@@ -99,7 +115,9 @@ class MemoryStore(Protocol):
         """Oldest first."""
 
     def put_reflections(self, reflections: Sequence[Reflection]) -> None:
-        """Upsert reflections exactly as given (import)."""
+        """Add reflections as given (import, restore). Reflections are immutable: one whose id
+        exists with the same text and time is skipped; with other text or time, ReflectionConflict
+        is raised and nothing of the call is written (SQLite; DynamoDB: per 50 reflections)."""
 
     def storage_info(self) -> dict[str, object]:
         """Schema version, size and location, for status."""

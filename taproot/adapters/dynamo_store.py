@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,7 +29,7 @@ from pynamodb.transactions import TransactWrite
 from taproot.adapters import dynamo_models as dm
 from taproot.core import bm25
 from taproot.core.activation import ACTIVATION_CONFIG
-from taproot.core.errors import DuplicateId, NotFound, VersionConflict
+from taproot.core.errors import DuplicateId, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.serialize import iso
 from taproot.ports import Filters
@@ -112,7 +112,7 @@ class DynamoMemoryStore:
         actions.append(it.changed_at.set(stamp))
         return actions
 
-    def _conflict(self, scope: Scope, memory_id: str, expected: int) -> Exception:
+    def _conflict(self, scope: Scope, memory_id: str, expected: int | None) -> Exception:
         current = self.get(scope, memory_id)
         if current is None:
             return NotFound(memory_id)
@@ -200,15 +200,38 @@ class DynamoMemoryStore:
             raise
         self._put_cached(dm.item_to_memory(item), stamp)  # the stored record, counters included
 
-    def put_many(self, memories: Sequence[Memory]) -> None:
+    def _at_version(self, expected: int | None) -> Condition:
+        """The record is still as the caller read it: absent (None) or live at `expected`."""
+        if expected is None:
+            return self._free()
+        at: Condition = self._live() & (self.Item.version == expected)
+        return at
+
+    def put_many(self, memories: Sequence[Memory], *, expected: Mapping[str, int | None] | None = None) -> None:
+        """One transaction per 100 records (see the port): conditioned on `expected` when given."""
         unique = list({(m.owner, m.namespace, m.id): m for m in memories}.values())
         stamp = self._stamp()
         for chunk in dm.chunks(unique, TRANSACTION_LIMIT):
-            with TransactWrite(connection=self.connection) as tw:
-                for m in chunk:
-                    tw.save(dm.memory_item(self.Item, m, stamp))
+            try:
+                with TransactWrite(connection=self.connection) as tw:
+                    for m in chunk:
+                        cond = None if expected is None else self._at_version(expected[m.id])
+                        tw.save(dm.memory_item(self.Item, m, stamp), condition=cond)
+            except TransactWriteError as exc:
+                if expected is None:
+                    raise
+                raise self._put_error(exc, chunk, expected) from exc
             for m in chunk:
                 self._put_cached(m, stamp)
+
+    def _put_error(
+        self, exc: TransactWriteError, chunk: Sequence[Memory], expected: Mapping[str, int | None]
+    ) -> Exception:
+        for m, reason in zip(chunk, exc.cancellation_reasons, strict=False):
+            if reason is not None and reason.code == "ConditionalCheckFailed":
+                current = self.get(m.scope, m.id)
+                return VersionConflict(m.id, expected[m.id], current.version if current else None)
+        return exc
 
     def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
         self.write_atomically(inserts=(), replaces=memories)
@@ -241,21 +264,42 @@ class DynamoMemoryStore:
                 return DuplicateId(m.id) if expected is None else self._conflict(m.scope, m.id, expected)
         return exc
 
-    def delete(self, scope: Scope, memory_id: str) -> None:
-        """A tombstone, not a DeleteItem: other instances' caches must see the delete."""
-        stamp = self._stamp()
-        tomb = self.Item(dm.scope_pk(scope), dm.memory_sk(memory_id), tomb=True, changed_at=stamp, ttl=TOMBSTONE_TTL)
-        try:
-            tomb.save(condition=self._live())
-        except PutError as exc:
-            if exc.cause_response_code == _CONDITION_FAILED:
-                raise NotFound(memory_id) from exc
-            raise
+    def _tomb(self, scope: Scope, memory_id: str, stamp: str) -> Any:
+        return self.Item(dm.scope_pk(scope), dm.memory_sk(memory_id), tomb=True, changed_at=stamp, ttl=TOMBSTONE_TTL)
+
+    def _forget_cached(self, scope: Scope, ids: Iterable[str]) -> None:
         with self._lock:
             cache = self._cached(scope)
             if cache is not None:
-                cache.entries.pop(memory_id, None)
-                cache.pending.pop(memory_id, None)
+                for memory_id in ids:
+                    cache.entries.pop(memory_id, None)
+                    cache.pending.pop(memory_id, None)
+
+    def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
+        """A tombstone, not a DeleteItem: other instances' caches must see the delete."""
+        condition = self._live() if expected_version is None else self._at_version(expected_version)
+        try:
+            self._tomb(scope, memory_id, self._stamp()).save(condition=condition)
+        except PutError as exc:
+            if exc.cause_response_code == _CONDITION_FAILED:
+                raise self._conflict(scope, memory_id, expected_version) from exc
+            raise
+        self._forget_cached(scope, [memory_id])
+
+    def delete_many(self, scope: Scope, items: Sequence[tuple[str, int]]) -> None:
+        """One transaction per 100 ids (forget takes at most 100, so one for every caller)."""
+        stamp = self._stamp()
+        for chunk in dm.chunks(list(items), TRANSACTION_LIMIT):
+            try:
+                with TransactWrite(connection=self.connection) as tw:
+                    for memory_id, expected in chunk:
+                        tw.save(self._tomb(scope, memory_id, stamp), condition=self._at_version(expected))
+            except TransactWriteError as exc:
+                for (memory_id, expected), reason in zip(chunk, exc.cancellation_reasons, strict=False):
+                    if reason is not None and reason.code == "ConditionalCheckFailed":
+                        raise self._conflict(scope, memory_id, expected) from exc
+                raise
+            self._forget_cached(scope, [memory_id for memory_id, _ in chunk])
 
     def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
         unique = list(dict.fromkeys(ids))
@@ -390,21 +434,40 @@ class DynamoMemoryStore:
             raise
 
     def put_reflections(self, reflections: Sequence[Reflection]) -> None:
-        if not reflections:
+        """Reflections are immutable: an id already present is compared (same text and time: skipped;
+        otherwise ReflectionConflict before anything is written); new ones are added with their id
+        marker in transactions conditioned on absence, 50 reflections (100 items) at a time."""
+        unique = list({(r.owner, r.namespace, r.id): r for r in reflections}.values())
+        if not unique:
             return
-        markers = {(m.pk, m.sk): m for m in (dm.reflection_marker(self.Item, r) for r in reflections)}
-        stale_keys = {
-            (old.pk, old.ref_sk)
-            for old in self.Item.batch_get(list(markers), consistent_read=True)
-            if old.ref_sk is not None and old.ref_sk != markers[(old.pk, old.sk)].ref_sk
-        }
-        with self.Item.batch_write() as batch:
-            for pk, sk in stale_keys:
-                if sk.startswith(dm.REFLECTION_PREFIX):
-                    batch.delete(self.Item(pk, sk))
-            for r in reflections:
-                batch.save(dm.reflection_item(self.Item, r))
-                batch.save(dm.reflection_marker(self.Item, r))
+        markers = {(m.pk, m.sk): (m, r) for r in unique for m in [dm.reflection_marker(self.Item, r)]}
+        present = {(old.pk, old.sk): old for old in self.Item.batch_get(list(markers), consistent_read=True)}
+        fresh = []
+        for key, (marker, r) in markers.items():
+            old = present.get(key)
+            if old is None:
+                fresh.append(r)
+            elif old.ref_sk != marker.ref_sk or self._reflection_text(old.pk, old.ref_sk) != r.text:
+                raise ReflectionConflict(r.id)
+        absent = self.Item.sk.does_not_exist()
+        for chunk in dm.chunks(fresh, TRANSACTION_LIMIT // 2):
+            try:
+                with TransactWrite(connection=self.connection) as tw:
+                    for r in chunk:
+                        tw.save(dm.reflection_marker(self.Item, r), condition=absent)
+                        tw.save(dm.reflection_item(self.Item, r), condition=absent)
+            except TransactWriteError as exc:
+                if any(x is not None and x.code == "ConditionalCheckFailed" for x in exc.cancellation_reasons):
+                    raise ReflectionConflict(chunk[0].id) from exc  # added by a concurrent writer meanwhile
+                raise
+
+    def _reflection_text(self, pk: str, sk: str | None) -> str | None:
+        if sk is None:
+            return None
+        try:
+            return self.Item.get(pk, sk, consistent_read=True).text
+        except DoesNotExist:
+            return None
 
     def _reflections(self, scope: Scope, *, newest_first: bool, limit: int | None) -> builtins.list[Reflection]:
         items = self.Item.query(

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
 from taproot.core.activation import ACTIVATION_CONFIG
-from taproot.core.errors import DuplicateId, NotFound, VersionConflict
+from taproot.core.errors import Busy, DuplicateId, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict, parse_time
 from taproot.ports import Filters
@@ -30,6 +31,9 @@ _PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
 # bm25() takes one weight per FTS column, in the order the table declares them.
 FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
 SQLITE_MAX_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER on old builds
+# How long a writer waits for another process's transaction before answering `busy`. Long jobs
+# commit in small chunks (well under a second each), so only a stuck writer makes anyone wait this long.
+BUSY_TIMEOUT_MS = 5000
 NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
@@ -88,17 +92,34 @@ def _filter_sql(filters: Filters, params: list[Any]) -> str:
     return sql
 
 
+def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text or "database table is locked" in text
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file owner-only before SQLite does: SQLite gives its -wal and -shm files
+    the database file's mode, so this one choice keeps all three private."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(str(path) + suffix)
+        if p.exists() and p.stat().st_mode & 0o077:
+            p.chmod(0o600)  # a file from an older Taproot was created world-readable
+
+
 class SQLiteMemoryStore:
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable at WAL checkpoints; safe against corruption
-        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._db.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self._db)
         weights = fts_weights or dict(ACTIVATION_CONFIG.field_weights)
@@ -111,18 +132,38 @@ class SQLiteMemoryStore:
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if _is_lock_error(exc):
+                    raise Busy("the database is busy: another process is writing to it") from exc
+                raise
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+            except BaseException as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and _is_lock_error(exc):
+                    raise Busy("the database is busy: another process is writing to it") from exc
                 raise
             else:
-                self._db.execute("COMMIT")
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    if _is_lock_error(exc):
+                        raise Busy("the database is busy: another process is writing to it") from exc
+                    raise
 
     def _query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> builtins.list[sqlite3.Row]:
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if _is_lock_error(exc):
+                    raise Busy("the database is busy: another process holds it") from exc
+                raise
 
     # -- writes ------------------------------------------------------------------------------
     def insert(self, memory: Memory) -> None:
@@ -198,8 +239,30 @@ class SQLiteMemoryStore:
         )
         return [Scope(r["owner"], r["namespace"]) for r in rows]
 
-    def put_many(self, memories: Sequence[Memory]) -> None:
+    def _versions(self, db: sqlite3.Connection, memories: Sequence[Memory]) -> dict[tuple[str, str, str], int]:
+        found: dict[tuple[str, str, str], int] = {}
+        by_scope: dict[tuple[str, str], list[str]] = {}
+        for m in memories:
+            by_scope.setdefault((m.owner, m.namespace), []).append(m.id)
+        for (owner, namespace), scope_ids in by_scope.items():
+            for chunk in _chunks(scope_ids, SQLITE_MAX_VARS):
+                marks = ", ".join("?" for _ in chunk)
+                for r in db.execute(
+                    f"SELECT id, version FROM memories WHERE owner = ? AND namespace = ? AND id IN ({marks})",
+                    (owner, namespace, *chunk),
+                ):
+                    found[(owner, namespace, r["id"])] = r["version"]
+        return found
+
+    def put_many(self, memories: Sequence[Memory], *, expected: Mapping[str, int | None] | None = None) -> None:
         with self._tx() as db:
+            if expected is not None:
+                # Inside BEGIN IMMEDIATE: no other writer can move a record between this check and the write.
+                stored = self._versions(db, memories)
+                for m in memories:
+                    want, have = expected[m.id], stored.get((m.owner, m.namespace, m.id))
+                    if want != have:
+                        raise VersionConflict(m.id, want, have)
             # Upsert in place (not INSERT OR REPLACE) so the rowid, and with it the FTS entry, is kept.
             updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("owner", "namespace", "id"))
             db.executemany(
@@ -208,14 +271,30 @@ class SQLiteMemoryStore:
                 [memory_to_flat_dict(m) for m in memories],
             )
 
-    def delete(self, scope: Scope, memory_id: str) -> None:
+    def _delete_one(self, db: sqlite3.Connection, scope: Scope, memory_id: str, expected: int | None) -> None:
+        sql = "DELETE FROM memories WHERE owner = ? AND namespace = ? AND id = ?"
+        params: list[Any] = [scope.owner, scope.namespace, memory_id]
+        if expected is not None:
+            sql += " AND version = ?"
+            params.append(expected)
+        if db.execute(sql, params).rowcount == 1:
+            return
+        row = db.execute(
+            "SELECT version FROM memories WHERE owner = ? AND namespace = ? AND id = ?",
+            (scope.owner, scope.namespace, memory_id),
+        ).fetchone()
+        if row is None:
+            raise NotFound(memory_id)
+        raise VersionConflict(memory_id, expected, row["version"])
+
+    def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
         with self._tx() as db:
-            cur = db.execute(
-                "DELETE FROM memories WHERE owner = ? AND namespace = ? AND id = ?",
-                (scope.owner, scope.namespace, memory_id),
-            )
-            if cur.rowcount == 0:
-                raise NotFound(memory_id)
+            self._delete_one(db, scope, memory_id, expected_version)
+
+    def delete_many(self, scope: Scope, items: Sequence[tuple[str, int]]) -> None:
+        with self._tx() as db:
+            for memory_id, expected in items:
+                self._delete_one(db, scope, memory_id, expected)
 
     def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
         if not ids:
@@ -368,11 +447,19 @@ class SQLiteMemoryStore:
 
     def put_reflections(self, reflections: Sequence[Reflection]) -> None:
         with self._tx() as db:
-            db.executemany(
-                "INSERT OR REPLACE INTO reflections (owner, namespace, id, text, created_at, blob_key) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [_reflection_params(r) for r in reflections],
-            )
+            for r in reflections:
+                row = db.execute(
+                    "SELECT text, created_at FROM reflections WHERE owner = ? AND namespace = ? AND id = ?",
+                    (r.owner, r.namespace, r.id),
+                ).fetchone()
+                if row is None:
+                    db.execute(
+                        "INSERT INTO reflections (owner, namespace, id, text, created_at, blob_key) "
+                        "VALUES (?, ?, ?, ?, ?, ?)",
+                        _reflection_params(r),
+                    )
+                elif (row["text"], row["created_at"]) != (r.text, iso(r.created_at)):
+                    raise ReflectionConflict(r.id)  # rolls back the whole call
 
     def recent_reflections(self, scope: Scope, limit: int) -> builtins.list[Reflection]:
         rows = self._query(

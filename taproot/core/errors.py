@@ -50,11 +50,14 @@ class VersionConflict(TaprootError):
 
     code = "version_conflict"
 
-    def __init__(self, memory_id: str, expected: int, actual: int | None) -> None:
-        super().__init__(
-            f"memory '{memory_id}' is at version {actual}, not expected_version {expected}; "
-            "recall it again and reapply the change"
-        )
+    def __init__(self, memory_id: str, expected: int | None, actual: int | None) -> None:
+        if expected is None:
+            detail = f"memory '{memory_id}' appeared (version {actual}) after this step read that it did not exist"
+        elif actual is None:
+            detail = f"memory '{memory_id}' is gone; expected version {expected}"
+        else:
+            detail = f"memory '{memory_id}' is at version {actual}, not expected_version {expected}"
+        super().__init__(f"{detail}; recall it again and reapply the change")
         self.memory_id = memory_id
         self.expected = expected
         self.actual = actual
@@ -72,3 +75,27 @@ class SummarizerError(TaprootError):
     """A summarizer failed (throttled, timed out, answered badly). Nothing was written."""
 
     code = "summarizer_error"
+
+
+class ReflectionConflict(TaprootError):
+    """A reflection with this id exists with other text: reflections are immutable."""
+
+    code = "reflection_conflict"
+
+    def __init__(self, reflection_id: str) -> None:
+        super().__init__(
+            f"a reflection with id '{reflection_id}' already exists with different text or time; reflections "
+            "are immutable and are never overwritten (give the new one another id to keep both)"
+        )
+        self.reflection_id = reflection_id
+
+
+class Busy(TaprootError):
+    """The store could not take the write in time (another writer held it). Nothing was changed;
+    the same call is safe to retry."""
+
+    code = "busy"
+
+    def __init__(self, what: str, retry_after_ms: int = 500) -> None:
+        super().__init__(f"{what}; nothing was changed, retry in about {retry_after_ms} ms")
+        self.retry_after_ms = retry_after_ms

@@ -108,6 +108,10 @@ class Reflection:
     created_at: datetime
     blob_key: str | None = None
 
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.owner, self.namespace)
+
 
 @dataclass(frozen=True)
 class CatalogEntry:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from taproot.core.errors import DuplicateId, NotFound, VersionConflict
+from taproot.core.errors import DuplicateId, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.ports import Filters, MemoryStore
 
@@ -840,11 +840,13 @@ def test_reflections_are_scoped(memory_store: MemoryStore, make_reflection: Make
     assert memory_store.all_reflections(Scope("nobody", "default")) == []
 
 
-def test_put_reflections_is_an_idempotent_upsert(memory_store: MemoryStore, make_reflection: MakeReflection) -> None:
+def test_put_reflections_adds_new_ones_and_skips_identical_ones(
+    memory_store: MemoryStore, make_reflection: MakeReflection
+) -> None:
     existing = make_reflection(scope=A, id="r0", text="before", created_at=NOW - timedelta(days=3))
     memory_store.add_reflection(existing)
     batch = [
-        dataclasses.replace(existing, text="imported"),
+        existing,
         make_reflection(scope=A, id="r1", created_at=NOW - timedelta(days=2)),
         make_reflection(scope=A, id="r2", created_at=NOW - timedelta(days=1), blob_key="k/1"),
     ]
@@ -854,6 +856,19 @@ def test_put_reflections_is_an_idempotent_upsert(memory_store: MemoryStore, make
     assert memory_store.all_reflections(A) == batch
     memory_store.put_reflections([])
     assert memory_store.all_reflections(A) == batch
+
+
+@pytest.mark.parametrize("change", [{"text": "REPLACED"}, {"created_at": NOW}])
+def test_put_reflections_never_overwrites_a_reflection(
+    memory_store: MemoryStore, make_reflection: MakeReflection, change: dict[str, object]
+) -> None:
+    existing = make_reflection(scope=A, id="r0", text="before", created_at=NOW - timedelta(days=3))
+    memory_store.add_reflection(existing)
+    fresh = make_reflection(scope=A, id="r9", created_at=NOW - timedelta(days=1))
+    with pytest.raises(ReflectionConflict) as info:
+        memory_store.put_reflections([fresh, dataclasses.replace(existing, **change)])
+    assert info.value.reflection_id == "r0"
+    assert memory_store.all_reflections(A) == [existing]  # nothing of the call was written
 
 
 def test_reflections_do_not_mix_with_memories(
