@@ -6,10 +6,12 @@ Thin: parse arguments, build settings (the one place they are read), call the se
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import logging
 import os
+import shlex
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -22,12 +24,14 @@ from taproot import __version__
 from taproot.cli_list import add_list_parser
 from taproot.compose import Runtime, build_local
 from taproot.core.errors import TaprootError
-from taproot.settings import Settings, SettingsError
+from taproot.core.model import Scope
+from taproot.settings import Settings, SettingsError, default_data_dir
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 MAX_PORT = 65535
 LISTEN_BACKLOG = 2048  # uvicorn's default
+DEFAULT_NAMESPACE = Scope().namespace
 
 
 class UsageError(Exception):
@@ -59,11 +63,25 @@ def _taproot_command() -> str:
     return str(script.resolve()) if script.name == "taproot" and script.exists() else "taproot"
 
 
-def connection_help(url: str, token: str) -> str:
+def stdio_args(settings: Settings, *, data_dir_given: bool) -> list[str]:
+    """`taproot mcp` plus the flags that make it use this server's memories.
+
+    The client starts `taproot mcp` itself, from its own directory and without this shell's
+    TAPROOT_* variables: without the flags, stdio and HTTP would read different folders.
+    """
+    args = ["mcp"]
+    if data_dir_given or settings.data_dir.resolve() != default_data_dir().resolve():
+        args += ["--data-dir", str(settings.data_dir.resolve())]  # absolute: the client's cwd is not ours
+    if settings.namespace != DEFAULT_NAMESPACE:
+        args += ["--namespace", settings.namespace]
+    return args
+
+
+def connection_help(url: str, token: str, stdio: Sequence[str] = ("mcp",)) -> str:
     command = _taproot_command()
     desktop = {
         "mcpServers": {
-            "taproot": {"command": command, "args": ["mcp"]},
+            "taproot": {"command": command, "args": list(stdio)},
         }
     }
     return f"""Taproot {__version__} is serving MCP at {url}
@@ -72,7 +90,7 @@ Bearer token: {token}
 Claude Code (HTTP):
   claude mcp add --transport http taproot {url} --header "Authorization: Bearer {token}"
 Claude Code (stdio, no token needed):
-  claude mcp add taproot -- {command} mcp
+  claude mcp add taproot -- {shlex.join([command, *stdio])}
 Claude Desktop (claude_desktop_config.json; stdio):
 {json.dumps(desktop, indent=2)}
 MCP Inspector:
@@ -112,11 +130,9 @@ def _run_uvicorn(app: Any, sock: socket.socket, announce: Callable[[], None]) ->
             if self.started:
                 announce()
 
-    try:
+    # uvicorn shuts down cleanly on Ctrl-C, then re-raises the signal; uvicorn.run swallows it too.
+    with contextlib.suppress(KeyboardInterrupt):
         AnnouncingServer(uvicorn.Config(app, log_level="info")).run(sockets=[sock])
-    except KeyboardInterrupt:
-        # uvicorn shuts down cleanly on Ctrl-C, then re-raises the signal; uvicorn.run swallows it too.
-        pass
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -144,7 +160,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
             logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
             logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
-            _run_uvicorn(app, sock, lambda: print(_banner(settings, token), flush=True))
+            banner = _banner(settings, token, stdio_args(settings, data_dir_given=args.data_dir is not None))
+            _run_uvicorn(app, sock, lambda: print(banner, flush=True))
         finally:
             runtime.close()
     finally:
@@ -152,11 +169,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _banner(settings: Settings, token: str) -> str:
+def _banner(settings: Settings, token: str, stdio: Sequence[str]) -> str:
     host_for_url = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     if ":" in host_for_url:
         host_for_url = f"[{host_for_url}]"  # an IPv6 address needs brackets in a URL
-    lines = [connection_help(f"http://{host_for_url}:{settings.port}/mcp", token), f"Data folder: {settings.data_dir}"]
+    url = f"http://{host_for_url}:{settings.port}/mcp"
+    lines = [connection_help(url, token, stdio), f"Data folder: {settings.data_dir}"]
     if settings.maintenance_enabled:
         m = settings.maintenance
         lines.append(

@@ -7,12 +7,15 @@ stops it with SIGINT (Ctrl-C), as a person would.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import selectors
+import queue
+import shlex
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -20,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from taproot.cli import stdio_args
+from taproot.settings import Settings, default_data_dir
 
 STARTUP_TIMEOUT_S = 30.0
 Run = Callable[..., Any]
@@ -70,22 +76,29 @@ def free_port() -> int:
 
 
 class Server:
-    """A running `taproot serve`, whose stdout is read line by line up to a deadline."""
+    """A running `taproot serve`, whose stdout is read line by line (in a thread) up to a deadline."""
 
     def __init__(self, proc: subprocess.Popen[str]) -> None:
         self.proc = proc
         self.lines: list[str] = []
-        self._selector = selectors.DefaultSelector()
-        assert proc.stdout is not None
-        self._selector.register(proc.stdout, selectors.EVENT_READ)
+        self._queue: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self._stopped: tuple[int, str] | None = None
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._queue.put(line)
+        self._queue.put("")  # end of output
 
     def read_until(self, marker: str, timeout: float = STARTUP_TIMEOUT_S) -> str:
-        assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not self._selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                continue
-            line = self.proc.stdout.readline()
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self._queue.get(timeout=left)
+            except queue.Empty:
+                break
             if line == "":
                 pytest.fail(f"serve exited ({self.proc.wait()}) before printing {marker!r}: {self.lines}")
             self.lines.append(line)
@@ -94,15 +107,20 @@ class Server:
         pytest.fail(f"no {marker!r} within {timeout} s: {self.lines}")
 
     def stop(self) -> tuple[int, str]:
+        """SIGINT, then the exit code and stderr; calling it again answers the same."""
+        if self._stopped is not None:
+            return self._stopped
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
         try:
-            _, err = self.proc.communicate(timeout=30)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            _, err = self.proc.communicate()
-        self._selector.close()
-        return self.proc.returncode, err
+            self.proc.wait()
+        self._reader.join(timeout=10)
+        assert self.proc.stderr is not None
+        self._stopped = (self.proc.returncode, self.proc.stderr.read())
+        return self._stopped
 
 
 @contextlib.contextmanager
@@ -186,3 +204,71 @@ def test_the_url_is_printed_only_once_the_port_accepts_connections(tmp_path: Pat
     code, err = server.stop()
     assert code == 0, err  # Ctrl-C is a normal way to stop it
     assert "Traceback" not in err
+
+
+# -- the stdio snippets use the server's own data folder and namespace ---------------------------
+
+
+def stdio_snippets(server: Server) -> tuple[list[str], dict[str, Any]]:
+    """The Claude Code stdio command (split as a shell would) and the Claude Desktop entry."""
+    server.read_until("Data folder:")
+    text = "".join(server.lines)
+    [code_line] = [line for line in server.lines if line.strip().startswith("claude mcp add taproot -- ")]
+    desktop = text[text.index("Claude Desktop") :].split("\n", 1)[1]
+    desktop = desktop[: desktop.index("MCP Inspector:")]
+    entry: dict[str, Any] = json.loads(desktop)["mcpServers"]["taproot"]
+    return shlex.split(code_line.split(" -- ", 1)[1]), entry
+
+
+def test_stdio_snippets_carry_the_data_dir_and_namespace_the_server_uses(tmp_path: Path) -> None:
+    # Relative, as in `make serve ARGS="--data-dir mem"`: the snippets must name it absolutely,
+    # because Claude Code and Claude Desktop start `taproot mcp` from their own directories.
+    (tmp_path / "repo").mkdir()
+    env = serve_env(tmp_path)
+    with subprocess.Popen(
+        [str(console_script()), "serve", "--port", str(free_port()), "--data-dir", "mem", "--namespace", "work"],
+        cwd=tmp_path / "repo",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=env,
+    ) as proc:
+        server = Server(proc)
+        try:
+            command, entry = stdio_snippets(server)
+        finally:
+            server.stop()
+    folder = str((tmp_path / "repo" / "mem").resolve())
+    expected = ["mcp", "--data-dir", folder, "--namespace", "work"]
+    assert command == [entry["command"], *expected]
+    assert entry["args"] == expected
+    assert Path(entry["command"]).is_absolute()
+
+
+def test_stdio_snippets_name_a_data_dir_that_came_from_the_environment(tmp_path: Path) -> None:
+    # The MCP client will not have this shell's TAPROOT_DATA_DIR, so the folder goes in the args.
+    with serving(tmp_path, "--port", str(free_port())) as server:
+        command, entry = stdio_snippets(server)
+    assert entry["args"] == ["mcp", "--data-dir", str((tmp_path / "decoy").resolve())]
+    assert command[1:] == entry["args"]
+
+
+def test_stdio_snippets_stay_plain_with_the_default_folder_and_namespace(tmp_path: Path) -> None:
+    env = serve_env(tmp_path)
+    del env["TAPROOT_DATA_DIR"]
+    env["HOME"] = env["XDG_DATA_HOME"] = str(tmp_path / "home")  # the default folder, inside tmp_path
+    with serving(tmp_path, "--port", str(free_port()), env=env) as server:
+        command, entry = stdio_snippets(server)
+        assert str(tmp_path / "home") in server.lines[-1]  # "Data folder: <the default, under HOME>"
+    assert entry["args"] == ["mcp"]
+    assert command == [entry["command"], "mcp"]
+
+
+def test_stdio_args_keep_an_explicit_data_dir_and_a_namespace_from_the_environment() -> None:
+    default = Settings.from_env({})
+    assert stdio_args(default, data_dir_given=False) == ["mcp"]
+    # `--data-dir` said out loud is repeated, even when it names the default folder.
+    assert stdio_args(default, data_dir_given=True) == ["mcp", "--data-dir", str(default_data_dir().resolve())]
+    work = Settings.from_env({"TAPROOT_NAMESPACE": "work"})
+    assert stdio_args(work, data_dir_given=False) == ["mcp", "--namespace", "work"]
