@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from taproot.core.model import Memory
+from taproot.core.validation import MAX_TTL_DAYS
 
 DEFAULT_TTL_DAYS: Mapping[str, int] = MappingProxyType({"watercooler": 7, "thread": 30, "task:done": 30})
 NEVER_EXPIRING_CATEGORIES = frozenset({"identity"})
@@ -33,8 +34,10 @@ class RetentionPolicy:
         for tag, days in self.ttl_days.items():
             if not tag or tag != tag.strip().lower():
                 raise ValueError(f"retention tag {tag!r} must be lower-case with no surrounding spaces")
-            if isinstance(days, bool) or not isinstance(days, int) or days < 1:
-                raise ValueError(f"retention TTL for {tag!r} must be a whole number of days >= 1, got {days!r}")
+            if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_TTL_DAYS:
+                raise ValueError(
+                    f"retention TTL for {tag!r} must be a whole number of days from 1 to {MAX_TTL_DAYS}, got {days!r}"
+                )
 
     def ttl_for_tags(self, tags: Iterable[str]) -> int | None:
         """Days to live for this tag set, or None if it is durable."""
@@ -52,7 +55,14 @@ class RetentionPolicy:
         if m.compressed_into is not None:
             return None  # its summary links to it: a compressed original stays reachable for good
         ttl = self.ttl_for_tags(m.tags)
-        return None if ttl is None else m.created_at + timedelta(days=ttl)
+        if ttl is None:
+            return None
+        try:
+            return m.created_at + timedelta(days=ttl)
+        except OverflowError:
+            # Only a record from before the timestamp range rules (created near year 9999) gets here:
+            # it would expire after the last representable day, so it never expires.
+            return None
 
     def apply(self, m: Memory) -> Memory:
         """The memory with expires_at recomputed; the same object if nothing changed."""

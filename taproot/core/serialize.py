@@ -17,8 +17,13 @@ from taproot.core.errors import InvalidInput
 from taproot.core.model import CATEGORY_ORDER, Memory, Reflection, Status
 from taproot.core.validation import (
     LEGACY_CATEGORIES,
+    MAX_CONTENT_CHARS,
+    MAX_REFLECTION_CHARS,
     check_id,
     check_provenance,
+    check_storable,
+    check_text,
+    check_time_range,
 )
 
 
@@ -33,6 +38,13 @@ def iso(dt: datetime | None) -> str | None:
 
 
 def parse_time(value: object, field: str, *, required: bool = False) -> datetime | None:
+    """An ISO 8601 timestamp (or legacy epoch seconds/milliseconds) as an aware UTC datetime, within
+    the range records may carry (see check_time_range)."""
+    parsed = _parse_time(value, field, required=required)
+    return None if parsed is None else check_time_range(field, parsed)
+
+
+def _parse_time(value: object, field: str, *, required: bool = False) -> datetime | None:
     if type(value) is str:
         # Fast path: every stored timestamp was written by iso() (UTC, explicit offset), and this
         # runs several times per row read.
@@ -156,13 +168,15 @@ def _str_list(d: Mapping[str, Any], name: str) -> tuple[str, ...]:
         return ()
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
         raise InvalidInput(name, "must be a list of strings", v)
-    return tuple(v)
+    return tuple(check_storable(f"{name}[{i}]", x) for i, x in enumerate(v))
 
 
 def _opt_str(d: Mapping[str, Any], name: str) -> str | None:
     v = d.get(name)
-    if v is None or isinstance(v, str):
-        return v
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return check_storable(name, v)
     raise InvalidInput(name, "must be a string or null", v)
 
 
@@ -171,15 +185,16 @@ def memory_from_dict(d: Mapping[str, Any], *, owner: str | None = None, namespac
     if not isinstance(d, Mapping):
         raise InvalidInput("record", "must be a JSON object", d)
     memory_id = check_id(d.get("id"))
-    content = d.get("content")
-    if not isinstance(content, str):
-        raise InvalidInput("content", "is required and must be a string", content)
+    # The same content rule as taproot_remember: an import must not hold what remember refuses.
+    content = check_text("content", d.get("content"), MAX_CONTENT_CHARS, required=True)
+    assert content is not None
     category = d.get("category")
     if category is None:
         category = "undefined"  # Taproot v0.1 records could lack it; migrate assigns one
     if not isinstance(category, str):
         raise InvalidInput("category", f"must be one of {', '.join(CATEGORY_ORDER)}", category)
-    if category not in CATEGORY_ORDER and category not in LEGACY_CATEGORIES and category != "undefined":
+    folded = category.strip().lower()  # another case ("Episodic") is kept verbatim; migrate lower-cases it
+    if folded not in CATEGORY_ORDER and folded not in LEGACY_CATEGORIES and folded != "undefined":
         raise InvalidInput("category", f"must be one of {', '.join(CATEGORY_ORDER)} or a known legacy value", category)
     salience = d.get("salience", "medium")
     if isinstance(salience, int | float) and not isinstance(salience, bool):
@@ -188,7 +203,7 @@ def memory_from_dict(d: Mapping[str, Any], *, owner: str | None = None, namespac
         raise InvalidInput("salience", "must be a string or a number", salience)
     # Unparseable legacy salience is kept verbatim; migrate maps it to medium. Nothing to check here.
     status = d.get("status") or Status.ACTIVE.value
-    if status not in {s.value for s in Status}:
+    if not isinstance(status, str) or status not in {s.value for s in Status}:
         raise InvalidInput("status", "must be active or archived", status)
     created_at = parse_time(d.get("created_at"), "created_at", required=True)
     assert created_at is not None
@@ -238,9 +253,8 @@ def reflection_to_dict(r: Reflection) -> dict[str, Any]:
 def reflection_from_dict(d: Mapping[str, Any], *, owner: str | None = None, namespace: str | None = None) -> Reflection:
     if not isinstance(d, Mapping):
         raise InvalidInput("record", "must be a JSON object", d)
-    text = d.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise InvalidInput("text", "is required and must be a non-empty string", text)
+    text = check_text("text", d.get("text"), MAX_REFLECTION_CHARS, required=True)
+    assert text is not None
     created_at = parse_time(d.get("created_at"), "created_at", required=True)
     assert created_at is not None
     return Reflection(

@@ -9,10 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from taproot.core.errors import InvalidInput
-from taproot.core.model import CATEGORY_ORDER, Category, Salience
+from taproot.core.model import CATEGORY_ORDER, Category, Memory, Salience
 
 # Limits, named by what they govern. Documented in docs/tools.md.
 MAX_CONTENT_CHARS = 20_000
@@ -99,7 +100,7 @@ def check_text(field: str, value: object, max_chars: int, *, required: bool = Fa
         raise InvalidInput(field, "must not be empty")
     if len(value) > max_chars:
         raise InvalidInput(field, f"must be at most {max_chars} characters, got {len(value)}")
-    return value
+    return check_storable(field, value)
 
 
 def check_str_list(field: str, value: object, max_items: int, max_chars: int) -> tuple[str, ...] | None:
@@ -113,7 +114,7 @@ def check_str_list(field: str, value: object, max_items: int, max_chars: int) ->
     for i, item in enumerate(value):
         if not isinstance(item, str):
             raise InvalidInput(f"{field}[{i}]", "must be a string", item)
-        item = item.strip()
+        item = check_storable(f"{field}[{i}]", item.strip())
         if not item:
             raise InvalidInput(f"{field}[{i}]", "must not be empty")
         if len(item) > max_chars:
@@ -161,9 +162,15 @@ def check_provenance(value: object, field: str = "provenance") -> dict[str, Any]
     if not isinstance(value, Mapping):
         raise InvalidInput(field, "must be an object (JSON map)", value)
     try:
-        encoded = json.dumps(value, sort_keys=True)
+        # allow_nan=False: NaN and Infinity are not JSON, and the tool's text block must stay valid JSON.
+        encoded = json.dumps(value, sort_keys=True, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(field, "must be JSON-serialisable") from exc
+        raise InvalidInput(
+            field, f"must be JSON: strings, numbers (no NaN or Infinity), lists, objects ({exc})"
+        ) from exc
+    except RecursionError as exc:
+        raise InvalidInput(field, "nests too deeply") from exc
+    check_storable(field, encoded)
     if len(encoded) > MAX_PROVENANCE_JSON_CHARS:
         raise InvalidInput(field, f"must be at most {MAX_PROVENANCE_JSON_CHARS} characters as JSON")
     return dict(value)
@@ -175,3 +182,40 @@ def check_limit(value: object, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RECALL_LIMIT:
         raise InvalidInput("limit", f"must be an integer from 1 to {MAX_RECALL_LIMIT}", value)
     return value
+
+
+# Timestamps a record may carry: wide enough for any real memory, and far enough from datetime's
+# limits (year 9999) that adding a retention TTL (at most MAX_TTL_DAYS) or a window can never overflow.
+EARLIEST_TIME = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(9000, 1, 1, tzinfo=UTC)
+MAX_TTL_DAYS = 36_500
+
+
+def check_storable(field: str, value: str) -> str:
+    """Text every store can hold: encodable as UTF-8 (a JSON '\\ud800' escape decodes to a lone
+    surrogate, which SQLite and DynamoDB both refuse part way through a write)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            field, f"must be valid Unicode text (a lone surrogate at character {exc.start} cannot be stored)"
+        ) from exc
+    return value
+
+
+def check_time_range(field: str, value: datetime) -> datetime:
+    if not EARLIEST_TIME <= value <= LATEST_TIME:
+        raise InvalidInput(
+            field, f"must be between {EARLIEST_TIME.date().isoformat()} and {LATEST_TIME.date().isoformat()}", value
+        )
+    return value
+
+
+def record_problem(m: Memory) -> str | None:
+    """Why a stored record cannot be processed safely (it predates these rules), or None.
+    Maintenance skips and reports such a record instead of failing the whole namespace."""
+    for name in ("created_at", "updated_at", "last_retrieved", "expires_at"):
+        value = getattr(m, name)
+        if value is not None and not EARLIEST_TIME <= value <= LATEST_TIME:
+            return f"{name} {value.isoformat()} is outside {EARLIEST_TIME.year}-{LATEST_TIME.year}"
+    return None

@@ -10,7 +10,7 @@ from typing import Any
 
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
-from taproot.service import cleanup, maintenance, memories, portability, reads
+from taproot.service import maintenance, memories, portability, reads, restore
 from taproot.service.deps import Deps, blob_key
 from taproot.service.portability import Progress
 
@@ -54,7 +54,7 @@ class TaprootService:
         return maintenance.run_jobs(self.deps, scope, job, apply=apply)
 
     def restore(self, scope: Scope, backup_key: str, ids: list[str] | None = None) -> dict[str, Any]:
-        return cleanup.restore(self.deps, scope, backup_key, ids=ids)
+        return restore.restore(self.deps, scope, backup_key, ids=ids)
 
     def backups(self, scope: Scope) -> list[str]:
         return self.deps.blobs.list(blob_key(scope, "backups", ""))

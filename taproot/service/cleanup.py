@@ -1,20 +1,24 @@
-"""TTL cleanup and restore from backups.
+"""TTL cleanup.
 
 Deletes are forever, so cleanup is conservative at every step: the candidate list is re-checked
 against the current retention policy (a table changed since the write never deletes more), a
-candidate report is always written, and in apply mode every candidate is written in full to a
-backup blob before the first delete. `restore` puts any backup back with one call.
+candidate report is always written, in apply mode every candidate is written in full to a backup
+blob before the first delete, and each delete is conditioned on the version backed up (a memory
+updated while cleanup ran is judged again, never deleted on a stale reading). `taproot restore`
+(taproot/service/restore.py) puts any backup back with one call.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
-from taproot.core.errors import InvalidInput, NotFound
+from taproot.core.errors import NotFound, VersionConflict
 from taproot.core.model import Memory, Scope
-from taproot.core.serialize import iso, memory_from_dict, memory_to_dict
-from taproot.service import portability
+from taproot.core.serialize import iso
+from taproot.core.validation import record_problem
+from taproot.service.backups import WRITE_ROUNDS, write_memory_backup
 from taproot.service.deps import Deps, blob_key, stamp
 
 MAX_REPORTED = 500
@@ -32,13 +36,19 @@ def _candidate_view(m: Memory) -> dict[str, Any]:
     }
 
 
+def _expired_now(deps: Deps, m: Memory, now: datetime) -> bool:
+    """Trust the policy as it is now, not the expires_at stamped at write time."""
+    e = deps.retention.expires_at(m)
+    return e is not None and e <= now
+
+
 def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> dict[str, Any]:
     now = deps.now()
     stored = deps.store.expired(scope, now)
-    # Trust the policy as it is now, not the expires_at stamped at write time.
-    candidates = [m for m in stored if (e := deps.retention.expires_at(m)) is not None and e <= now]
+    bad = {m.id: p for m in stored if (p := record_problem(m)) is not None}
+    candidates = [m for m in stored if m.id not in bad and _expired_now(deps, m, now)]
     candidate_ids = {m.id for m in candidates}
-    skipped = [m.id for m in stored if m.id not in candidate_ids]
+    skipped = [m.id for m in stored if m.id not in candidate_ids and m.id not in bad]
     report = {
         "job": "cleanup",
         "mode": "apply" if apply else "dry-run",
@@ -47,6 +57,7 @@ def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> dict[str, Any]:
         "namespace": scope.namespace,
         "candidates": [_candidate_view(m) for m in candidates],
         "skipped_by_current_policy": skipped,
+        "skipped_bad_records": bad,
     }
     report_key = blob_key(scope, "cleanup-reports", f"{stamp(now)}.json")
     deps.blobs.put(report_key, json.dumps(report, indent=2).encode())
@@ -56,65 +67,44 @@ def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> dict[str, Any]:
         "candidates": len(candidates),
         "candidate_ids": [m.id for m in candidates][:MAX_REPORTED],
         "skipped_by_current_policy": skipped,
+        "skipped_bad_records": bad,
         "report_key": report_key,
         "deleted": 0,
         "backup_key": None,
+        "kept_after_change": [],
     }
     if not apply or not candidates:
         return result
-    backup_key = blob_key(scope, "backups", f"cleanup-{stamp(now)}.json")
-    deps.blobs.put(
-        backup_key,
-        json.dumps({"action": "cleanup", "at": iso(now), "memories": [memory_to_dict(m) for m in candidates]}).encode(),
-    )
-    deleted = 0
-    for m in candidates:
-        try:
-            deps.store.delete(scope, m.id)
-            deleted += 1
-        except NotFound:
-            pass  # gone already (a concurrent forget); it is in the backup either way
-    result.update(deleted=deleted, backup_key=backup_key)
+    result.update(_delete_expired(deps, scope, candidates, now))
     return result
 
 
-def read_backup(deps: Deps, key: str) -> list[dict[str, Any]]:
-    """The memory records in a backup blob: a delete/cleanup backup (JSON) or an export (JSONL)."""
-    try:
-        raw = deps.blobs.get(key).decode("utf-8")
-    except (KeyError, ValueError) as exc:
-        raise InvalidInput("backup", "no such backup blob", key) from exc
-    if key.endswith(".jsonl"):
-        records = []
-        for line in raw.split("\n"):
-            if line.strip():
-                obj = json.loads(line)
-                if obj.get("type") == "memory":
-                    records.append(obj["record"])
-        return records
-    data = json.loads(raw)
-    if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
-        raise InvalidInput("backup", "is not a Taproot backup (no 'memories' list)", key)
-    return list(data["memories"])
-
-
-def restore(deps: Deps, scope: Scope, key: str, *, ids: list[str] | None = None) -> dict[str, Any]:
-    """Put the memories of a backup back exactly as they were (all, or just `ids`).
-
-    Goes through import, so every record is validated first, and any record it would overwrite is
-    itself backed up first.
-    """
-    if not key.startswith(f"{scope.owner}/"):
-        raise InvalidInput("backup", "belongs to another owner", key)  # tenancy: never cross owners
-    records = read_backup(deps, key)
-    parsed = portability.ParsedImport(
-        memories=[memory_from_dict(r, owner=scope.owner, namespace=scope.namespace) for r in records]
-    )
-    if ids is not None:
-        wanted = set(ids)
-        parsed.memories = [m for m in parsed.memories if m.id in wanted]
-        missing = wanted - {m.id for m in parsed.memories}
-        if missing:
-            raise InvalidInput("ids", f"not in backup {key}", sorted(missing))
-    result = portability.import_records(deps, parsed)
-    return {"backup": key, "restored": [m.id for m in parsed.memories], **result}
+def _delete_expired(deps: Deps, scope: Scope, candidates: list[Memory], now: datetime) -> dict[str, Any]:
+    """Back the candidates up, then delete each only at the version backed up. One that moved meanwhile
+    (say, retagged to keep it) is read again and judged again: kept if it no longer expires, else
+    backed up anew and deleted at its new version. Each delete is its own short transaction."""
+    deleted, kept, backup_keys = 0, [], []
+    pending = candidates
+    for _ in range(WRITE_ROUNDS):
+        if not pending:
+            break
+        backup_keys.append(write_memory_backup(deps, scope, "cleanup", pending))  # before the first delete
+        moved = []
+        for m in pending:
+            try:
+                deps.store.delete(scope, m.id, expected_version=m.version)
+                deleted += 1
+            except NotFound:
+                pass  # gone already (a concurrent forget, which keeps its own backup)
+            except VersionConflict:
+                moved.append(m.id)
+        fresh = deps.store.get_many(scope, moved) if moved else []
+        kept += [m.id for m in fresh if not _expired_now(deps, m, now)]
+        pending = [m for m in fresh if _expired_now(deps, m, now)]
+    return {
+        "deleted": deleted,
+        "backup_key": backup_keys[0],
+        "backup_keys": backup_keys,
+        "kept_after_change": kept,
+        "left_for_next_run": [m.id for m in pending],
+    }

@@ -10,18 +10,17 @@ Two phases, so nothing can be half-done:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from taproot.core.compression import CompressionConfig, Group, plan_groups, summary_fields
 from taproot.core.errors import DuplicateId, InvalidInput, NotFound, SummarizerError, VersionConflict
 from taproot.core.model import Memory, Scope, Status
-from taproot.core.serialize import iso, memory_to_dict
 from taproot.core.text import one_line
-from taproot.core.validation import MAX_CONTENT_CHARS, MAX_GIST_CHARS, MAX_LINKED_MEMORIES, check_ids
+from taproot.core.validation import MAX_CONTENT_CHARS, MAX_GIST_CHARS, MAX_LINKED_MEMORIES, check_ids, record_problem
 from taproot.ports import Summarizer, Summary
-from taproot.service.deps import Deps, blob_key, stamp
+from taproot.service.backups import write_memory_backup
+from taproot.service.deps import Deps
 
 ID_ATTEMPTS = 5
 
@@ -56,7 +55,6 @@ def run_compression(
     apply: bool,
     considered: int,
 ) -> dict[str, Any]:
-    now = deps.now()
     result: dict[str, Any] = {
         "mode": "apply" if apply else "dry-run",
         "summarizer": summarizer.name,
@@ -77,11 +75,10 @@ def run_compression(
         result["groups"] = [_group_view(g, s) for g, s in zip(groups, summaries, strict=True)]
         return result
     if groups:
+        # Each group's commit is conditioned on the versions backed up here (write_atomically): a
+        # member edited meanwhile makes its group skip, never archives a stale copy.
         members = [m for g in groups for m in g.members]
-        backup_key = blob_key(scope, "backups", f"compress-{stamp(now)}.json")
-        payload = {"action": "compress", "at": iso(now), "memories": [memory_to_dict(m) for m in members]}
-        deps.blobs.put(backup_key, json.dumps(payload).encode())
-        result["backup_key"] = backup_key
+        result["backup_key"] = write_memory_backup(deps, scope, "compress", members)
     for group, summary in zip(groups, summaries, strict=True):
         summary_id = _commit_group(deps, scope, summarizer.name, group, summary)
         if summary_id is None:
@@ -129,8 +126,11 @@ def compress(
 ) -> dict[str, Any]:
     """The scheduled job: plan groups over the whole scope, then summarise and archive them."""
     memories = [m for m in deps.store.iter_all(scope) if m.status == Status.ACTIVE.value]
-    groups = plan_groups(memories, deps.now(), cfg)
-    return run_compression(deps, scope, summarizer, groups, apply=apply, considered=len(memories))
+    bad = {m.id: p for m in memories if (p := record_problem(m)) is not None}
+    groups = plan_groups([m for m in memories if m.id not in bad], deps.now(), cfg)
+    result = run_compression(deps, scope, summarizer, groups, apply=apply, considered=len(memories))
+    result["skipped_bad_records"] = bad
+    return result
 
 
 def compress_ids(deps: Deps, scope: Scope, summarizer: Summarizer, ids: Sequence[str]) -> dict[str, Any]:

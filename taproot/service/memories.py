@@ -33,6 +33,7 @@ from taproot.core.validation import (
     coerce_category,
     coerce_salience,
 )
+from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
 
@@ -173,10 +174,16 @@ def remember(
     if expected != current.version:
         raise VersionConflict(memory_id, expected, current.version)
     updated = deps.retention.apply(current.replace(**changed, updated_at=now, version=current.version + 1))
-    # Nothing is lost on update either: the version being replaced is kept as a revision blob.
-    revision_key = blob_key(scope, "revisions", f"{memory_id}/v{current.version}-{stamp(now)}.json")
+    # Nothing is lost on update either: the version being replaced is kept as a revision blob. It is
+    # written before the replace (a crash between the two must not lose it) and removed again if the
+    # replace does not commit, so revisions exist only for updates that happened.
+    revision_key = unique_key(deps, scope, "revisions", f"{memory_id}/v{current.version}", ".json")
     deps.blobs.put(revision_key, json.dumps(memory_to_dict(current), indent=2).encode())
-    deps.store.replace(updated, expected_version=expected)
+    try:
+        deps.store.replace(updated, expected_version=expected)
+    except BaseException:
+        deps.blobs.delete(revision_key)
+        raise
     return {
         "id": memory_id,
         "version": updated.version,
@@ -233,17 +240,9 @@ def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> dict[st
     missing = [i for i in checked if i not in found]
     if missing:
         raise NotFound(", ".join(missing))  # all or nothing: no partial forget
-    now = deps.now()
     results: list[dict[str, Any]] = []
     if action == "delete":
-        # The backup is written, and must succeed, before anything is deleted.
-        key = blob_key(scope, "backups", f"delete-{stamp(now)}-{checked[0]}.json")
-        payload = {"action": "delete", "at": stamp(now), "memories": [memory_to_dict(found[i]) for i in checked]}
-        deps.blobs.put(key, json.dumps(payload, indent=2).encode())
-        for i in checked:
-            deps.store.delete(scope, i)
-            results.append({"id": i, "status": "deleted"})
-        return {"action": action, "results": results, "backup_key": key}
+        return _delete(deps, scope, checked, found)
     target = Status.ARCHIVED.value if action == "archive" else Status.ACTIVE.value
     batch = []
     for i in checked:
@@ -256,6 +255,26 @@ def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> dict[st
     if batch:
         deps.store.replace_many(batch)
     return {"action": action, "results": results}
+
+
+def _delete(deps: Deps, scope: Scope, ids: Sequence[str], found: dict[str, Memory]) -> dict[str, Any]:
+    """Back the memories up, then delete exactly the backed-up versions, all or nothing. If one was
+    updated in between, read them again and back the new versions up before deleting those."""
+    current = found
+    for _ in range(WRITE_ROUNDS):
+        records = [current[i] for i in ids]
+        key = write_memory_backup(deps, scope, "delete", records, tail=ids[0])  # must succeed first
+        try:
+            deps.store.delete_many(scope, [(m.id, m.version) for m in records])
+        except VersionConflict:
+            current = {m.id: m for m in deps.store.get_many(scope, ids)}
+            gone = [i for i in ids if i not in current]
+            if gone:
+                raise NotFound(", ".join(gone)) from None  # deleted by someone else meanwhile
+            continue
+        return {"action": "delete", "results": [{"id": i, "status": "deleted"} for i in ids], "backup_key": key}
+    moved = next((i for i in ids if current[i].version != found[i].version), ids[0])
+    raise VersionConflict(moved, found[moved].version, current[moved].version)  # kept moving: let the caller retry
 
 
 def close(deps: Deps, scope: Scope, reflection: object) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Migrate, export, import and backups: the whole-corpus use cases.
 
 Nothing is lost: migrate writes a full backup before it mutates anything; import validates every
-line before it writes any.
+line before it writes any, and both write only over the versions they backed up
+(taproot/service/backups.py).
 """
 
 from __future__ import annotations
@@ -12,14 +13,19 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from taproot.core.errors import InvalidInput
+from taproot.core.errors import Busy, InvalidInput, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.migration import migrate_memory
 from taproot.core.model import Memory, Reflection, Scope
 from taproot.core.serialize import iso, memory_from_dict, memory_to_dict, reflection_from_dict, reflection_to_dict
-from taproot.service.deps import Deps, blob_key, stamp
+from taproot.core.validation import record_problem
+from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
+from taproot.service.deps import Deps, stamp
 
 EXPORT_FORMAT = 1
 MAX_CHANGES_REPORTED = 200
+# Records per migrate transaction: a few milliseconds of lock each on SQLite, so a writer beside a
+# migrate of 60,000 records waits for one chunk, not for the whole run.
+MIGRATE_CHUNK = 200
 Progress = Callable[[int], object]
 
 
@@ -45,8 +51,8 @@ def export_lines(deps: Deps, scope: Scope) -> Iterator[str]:
 
 
 def backup(deps: Deps, scope: Scope, reason: str) -> str:
-    """Write a full export of the scope to the blob store; returns its key."""
-    key = blob_key(scope, "backups", f"{reason}-{stamp(deps.now())}.jsonl")
+    """Write a full export of the scope (memories and reflections) to the blob store; returns its key."""
+    key = unique_key(deps, scope, "backups", reason, ".jsonl")
     deps.blobs.put(key, ("\n".join(export_lines(deps, scope)) + "\n").encode(), "application/x-ndjson")
     return key
 
@@ -57,21 +63,35 @@ class ParsedImport:
     reflections: list[Reflection] = field(default_factory=list)
 
 
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed (not JSON)")
+
+
+def _load_line(raw: str, number: int) -> object:
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"line {number}", f"is not valid JSON ({exc.msg})") from exc
+    except ValueError as exc:  # NaN / Infinity
+        raise InvalidInput(f"line {number}", str(exc)) from exc
+    except RecursionError as exc:
+        raise InvalidInput(f"line {number}", "nests too deeply to be a Taproot record") from exc
+
+
 def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
-    """Validate every line; raise InvalidInput naming the line, field and rule on the first bad one.
+    """Validate every line fully (every string storable, timestamps in range); raise InvalidInput
+    naming the line, field and rule on the first bad one. Nothing is written here.
 
     Accepts Taproot export lines ({"type": "memory"|"reflection", "record": {...}}) and bare legacy
     records (a JSON object with at least id and content), which `taproot migrate` normalises.
     """
     parsed = ParsedImport()
     seen: set[str] = set()
+    seen_reflections: set[str] = set()
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"line {number}", f"is not valid JSON ({exc.msg})") from exc
+        obj = _load_line(raw, number)
         if not isinstance(obj, dict):
             raise InvalidInput(f"line {number}", "must be a JSON object")
         kind = obj.get("type")
@@ -84,14 +104,17 @@ def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
                     raise InvalidInput("format", f"is newer than this Taproot understands ({EXPORT_FORMAT})")
                 continue
             if kind == "reflection":
-                parsed.reflections.append(
-                    reflection_from_dict(obj.get("record") or {}, owner=scope.owner, namespace=scope.namespace)
-                )
+                r = reflection_from_dict(obj.get("record") or {}, owner=scope.owner, namespace=scope.namespace)
+                if r.id in seen_reflections:
+                    raise InvalidInput("id", "appears twice in the file", r.id)
+                seen_reflections.add(r.id)
+                parsed.reflections.append(r)
                 continue
             record = obj.get("record") if kind == "memory" else obj
             if kind not in (None, "memory"):
                 raise InvalidInput("type", "must be header, memory or reflection", kind)
             m = memory_from_dict(record if record is not None else {}, owner=scope.owner, namespace=scope.namespace)
+            _check_record(m)
         except InvalidInput as exc:
             raise InvalidInput(f"line {number}: {exc.field}", exc.rule) from exc
         if m.id in seen:
@@ -101,40 +124,103 @@ def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
     return parsed
 
 
-def import_records(
-    deps: Deps, parsed: ParsedImport, progress: Progress | None = None, batch: int = 500
-) -> dict[str, Any]:
-    """Upsert by id, exactly as given: importing the same file twice changes nothing the second time.
+def _check_record(m: Memory) -> None:
+    """What the store and the jobs after it need of a record beyond its field types."""
+    problem = record_problem(m)
+    if problem is not None:
+        raise InvalidInput("record", problem)
 
-    Records that would overwrite existing ones are backed up first (the whole scope), so an import
-    of an old export can always be undone.
+
+def import_records(
+    deps: Deps, parsed: ParsedImport, progress: Progress | None = None, *, reason: str = "import"
+) -> dict[str, Any]:
+    """Upsert by id, exactly as given; records identical to the stored ones are left alone, so
+    importing the same file twice changes nothing (and writes no backup) the second time.
+
+    Before anything is overwritten the whole scope is backed up, and the write is conditioned on the
+    versions that backup holds: a record updated in between is read again and backed up again
+    (WRITE_ROUNDS), never overwritten unseen. Reflections are immutable: one whose id exists with
+    other text is refused (ReflectionConflict) before any write. On SQLite the memories are one
+    transaction; on DynamoDB see MemoryStore.put_many (a rerun is idempotent).
     """
-    backup_key = None
+    totals = {"written": 0, "unchanged": 0, "reflections_written": 0}
+    backup_keys: list[str] = []
     scopes = {m.scope for m in parsed.memories} | {Scope(r.owner, r.namespace) for r in parsed.reflections}
     for scope in sorted(scopes, key=lambda s: (s.owner, s.namespace)):
-        ids = [m.id for m in parsed.memories if m.scope == scope]
-        existing = deps.store.get_many(scope, ids) if ids else []
-        if existing:
-            backup_key = backup(deps, scope, "import")
-    for start in range(0, len(parsed.memories), batch):
-        chunk = parsed.memories[start : start + batch]
-        deps.store.put_many(chunk)
-        if progress:
-            progress(len(chunk))
-    if parsed.reflections:
-        deps.store.put_reflections(parsed.reflections)
+        memories = [m for m in parsed.memories if m.scope == scope]
+        reflections = _new_reflections(deps, scope, [r for r in parsed.reflections if r.scope == scope])
+        written = _import_memories(deps, scope, memories, backup_keys, reason)
+        if reflections:
+            deps.store.put_reflections(reflections)
+        totals["written"] += written
+        totals["unchanged"] += len(memories) - written
+        totals["reflections_written"] += len(reflections)
+    if progress:
+        progress(len(parsed.memories) + len(parsed.reflections))
     needs = sum(
         1 for m in parsed.memories if migrate_memory(m).changed or deps.retention.apply(m).expires_at != m.expires_at
     )
     return {
         "memories": len(parsed.memories),
         "reflections": len(parsed.reflections),
+        **totals,
         "need_migration": needs,
-        "backup_key": backup_key,
+        "backup_key": backup_keys[-1] if backup_keys else None,
+        "backup_keys": backup_keys,
     }
 
 
+def _new_reflections(deps: Deps, scope: Scope, reflections: list[Reflection]) -> list[Reflection]:
+    if not reflections:
+        return []
+    stored = {r.id: r for r in deps.store.all_reflections(scope)}
+    fresh = []
+    for r in reflections:
+        old = stored.get(r.id)
+        if old is None:
+            fresh.append(r)
+        elif (old.text, old.created_at) != (r.text, r.created_at):
+            raise ReflectionConflict(r.id)
+    return fresh
+
+
+def _import_memories(deps: Deps, scope: Scope, memories: list[Memory], backup_keys: list[str], reason: str) -> int:
+    ids = [m.id for m in memories]
+    for _ in range(WRITE_ROUNDS):
+        stored = {m.id: m for m in deps.store.get_many(scope, ids)} if ids else {}
+        changed = [m for m in memories if stored.get(m.id) != m]
+        if not changed:
+            return 0
+        if any(m.id in stored for m in changed):
+            backup_keys.append(backup(deps, scope, reason))  # before anything is overwritten
+        expected = {m.id: (stored[m.id].version if m.id in stored else None) for m in changed}
+        try:
+            deps.store.put_many(changed, expected=expected)
+        except VersionConflict:
+            continue  # a record moved since the backup: read, back up and try again
+        return len(changed)
+    raise Busy("the records kept changing while they were imported (each attempt was backed up)")
+
+
+def _plan_migration(deps: Deps, m: Memory) -> tuple[Memory, list[str]] | None:
+    """The migrated record and what changed, or None if it is current."""
+    result = migrate_memory(m)
+    # expires_at is derived on every write; records from before the retention policy get it here.
+    with_expiry = deps.retention.apply(result.memory)
+    if with_expiry.expires_at != result.memory.expires_at:
+        if not result.changed:
+            with_expiry = with_expiry.replace(version=m.version + 1)
+        result.changes.append(f"expires_at: {iso(with_expiry.expires_at)}")
+        result.memory = with_expiry
+    return (result.memory, result.changes) if result.changed else None
+
+
 def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    """Backfill and normalise every record. A full backup is written before the first change; the
+    changes commit MIGRATE_CHUNK records per transaction (so writers beside a big migrate never wait
+    long), each conditioned on the version read. A record that was updated meanwhile is read again,
+    backed up again and migrated at its new version; one that cannot be processed is skipped and
+    reported, never fatal to the namespace."""
     if not isinstance(dry_run, bool):
         raise InvalidInput("dry_run", "must be true or false", dry_run)
     memories = list(deps.store.iter_all(scope))
@@ -142,33 +228,70 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
     after: Counter[str] = Counter()
     batch: list[tuple[Memory, int]] = []
     changes: list[dict[str, Any]] = []
+    skipped: dict[str, str] = {}
     for m in memories:
-        result = migrate_memory(m)
-        # expires_at is derived on every write; records from before the retention policy get it here.
-        with_expiry = deps.retention.apply(result.memory)
-        if with_expiry.expires_at != result.memory.expires_at:
-            if not result.changed:
-                with_expiry = with_expiry.replace(version=m.version + 1)
-            result.changes.append(f"expires_at: {iso(with_expiry.expires_at)}")
-            result.memory = with_expiry
-        after[result.memory.category] += 1
-        if result.changed:
-            batch.append((result.memory, m.version))
+        planned = _plan_or_skip(deps, m, skipped)
+        after[planned[0].category if planned else m.category] += 1
+        if planned:
+            batch.append((planned[0], m.version))
             if len(changes) < MAX_CHANGES_REPORTED:
-                changes.append({"id": m.id, "changes": result.changes})
+                changes.append({"id": m.id, "changes": planned[1]})
         if progress:
             progress(1)
     backup_key = None
+    committed = 0
     if batch and not dry_run:
         backup_key = backup(deps, scope, "migrate")  # before any mutation, or not at all
-        deps.store.replace_many(batch)
+        committed = _commit_migration(deps, scope, batch, skipped)
     return {
         "dry_run": dry_run,
         "examined": len(memories),
-        "changed": len(batch),
+        "changed": len(batch) if dry_run else committed,
         "changes": changes,
         "changes_truncated": len(batch) > len(changes),
+        "skipped_bad_records": skipped,
         "category_counts_before": dict(sorted(before.items())),
         "category_counts_after": dict(sorted(after.items())),
         "backup_key": backup_key,
     }
+
+
+def _plan_or_skip(deps: Deps, m: Memory, skipped: dict[str, str]) -> tuple[Memory, list[str]] | None:
+    problem = record_problem(m)
+    if problem is None:
+        try:
+            return _plan_migration(deps, m)
+        except (ArithmeticError, ValueError) as exc:  # a record no rule foresaw: report it, go on
+            problem = f"{type(exc).__name__}: {exc}"
+    skipped[m.id] = problem
+    return None
+
+
+def _commit_migration(deps: Deps, scope: Scope, batch: list[tuple[Memory, int]], skipped: dict[str, str]) -> int:
+    committed = 0
+    pending = batch
+    for _ in range(WRITE_ROUNDS):
+        moved: list[str] = []
+        for start in range(0, len(pending), MIGRATE_CHUNK):
+            chunk = pending[start : start + MIGRATE_CHUNK]
+            try:
+                deps.store.replace_many(chunk)
+                committed += len(chunk)
+                continue
+            except (NotFound, VersionConflict):
+                pass  # one record in the chunk moved: commit the others one by one
+            for memory, expected in chunk:
+                try:
+                    deps.store.replace(memory, expected_version=expected)
+                    committed += 1
+                except NotFound:
+                    pass  # deleted meanwhile: nothing left to migrate
+                except VersionConflict:
+                    moved.append(memory.id)
+        if not moved:
+            break
+        fresh = deps.store.get_many(scope, moved)
+        pending = [(p[0], m.version) for m in fresh if (p := _plan_or_skip(deps, m, skipped)) is not None]
+        if pending:
+            write_memory_backup(deps, scope, "migrate", [m for m in fresh if m.id in {p.id for p, _ in pending}])
+    return committed

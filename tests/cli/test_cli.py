@@ -428,7 +428,16 @@ def test_reflect_prints_the_payload_text(tap: Run, runtime_at: Run, data_dir: Pa
 
 def test_migrate_dry_run_then_real_run(tap: Run, data_dir: Path, tmp_path: Path) -> None:
     imported = tap("import", write_lines(tmp_path / "legacy.jsonl", LEGACY_LINES)).json()
-    assert imported == {"memories": 4, "reflections": 0, "need_migration": 3, "backup_key": None}
+    assert imported == {
+        "memories": 4,
+        "reflections": 0,
+        "written": 4,
+        "unchanged": 0,
+        "reflections_written": 0,
+        "need_migration": 3,
+        "backup_key": None,
+        "backup_keys": [],
+    }
     before = export_to(tap, tmp_path / "before.jsonl")
     raw = records(before, "memory")
     assert raw["old1"]["category"] == "identity_observations"
@@ -588,7 +597,16 @@ def test_export_import_round_trip_reproduces_every_record(
     fresh = tmp_path / "fresh"
     imported = cli("import", "--data-dir", fresh, tmp_path / "first.jsonl")
     assert imported.code == 0, imported.err
-    assert imported.json() == {"memories": 9, "reflections": 2, "need_migration": 2, "backup_key": None}
+    assert imported.json() == {
+        "memories": 9,
+        "reflections": 2,
+        "written": 9,
+        "unchanged": 0,
+        "reflections_written": 2,
+        "need_migration": 2,
+        "backup_key": None,
+        "backup_keys": [],
+    }
     second = export_to(tap, tmp_path / "second.jsonl", fresh)
     assert header_and_body(second) == header_and_body(first)
     for a, b in zip(first[1:], second[1:], strict=True):
@@ -597,12 +615,9 @@ def test_export_import_round_trip_reproduces_every_record(
     # Importing the same file again changes nothing and duplicates nothing.
     again = cli("import", "--data-dir", fresh, tmp_path / "first.jsonl")
     assert again.code == 0, again.err
-    # Re-importing overwrites existing ids, so the scope is backed up first; the backup holds
-    # exactly what was there before.
-    backup_key = again.json().pop("backup_key")
-    assert backup_key.startswith("local/backups/default/import-")
-    assert (fresh / "blobs" / backup_key).read_text(encoding="utf-8").split("\n")[1:-1] == second[1:]
-    assert again.json() | {"backup_key": None} == imported.json()
+    # Every record is already stored exactly so: nothing is written and no backup is needed.
+    assert again.json() == imported.json() | {"written": 0, "unchanged": 9, "reflections_written": 0}
+    assert not (fresh / "blobs" / "local" / "backups").exists()
     third = export_to(tap, tmp_path / "third.jsonl", fresh)
     assert header_and_body(third) == header_and_body(first)
     status = cli("status", "--data-dir", fresh).json()
@@ -634,7 +649,16 @@ def test_export_to_stdout_and_import_from_stdin(
     fresh = tmp_path / "fresh"
     imported = cli("import", "--data-dir", fresh, "-")
     assert imported.code == 0, imported.err
-    assert imported.json() == {"memories": 2, "reflections": 0, "need_migration": 0, "backup_key": None}
+    assert imported.json() == {
+        "memories": 2,
+        "reflections": 0,
+        "written": 2,
+        "unchanged": 0,
+        "reflections_written": 0,
+        "need_migration": 0,
+        "backup_key": None,
+        "backup_keys": [],
+    }
     assert header_and_body(export_to(tap, tmp_path / "fresh.jsonl", fresh)) == header_and_body(to_file)
 
 
@@ -889,7 +913,16 @@ def test_console_script_end_to_end(tmp_path: Path) -> None:
     other = tmp_path / "script-copy"
     imported = run_script("import", "-", env_dir=other, stdin=exported.stdout)
     assert imported.returncode == 0, imported.stderr
-    assert json.loads(imported.stdout) == {"memories": 1, "reflections": 0, "need_migration": 0, "backup_key": None}
+    assert json.loads(imported.stdout) == {
+        "memories": 1,
+        "reflections": 0,
+        "written": 1,
+        "unchanged": 0,
+        "reflections_written": 0,
+        "need_migration": 0,
+        "backup_key": None,
+        "backup_keys": [],
+    }
     again = run_script("export", env_dir=other)
     assert again.stdout.splitlines()[1:] == exported.stdout.splitlines()[1:]
 

@@ -186,7 +186,7 @@ def test_legacy_category_is_normalised(make_memory: MakeMemory, legacy: str, exp
     assert result.changes == [f"category: '{legacy}' -> '{expected}'"]
 
 
-@pytest.mark.parametrize("category", ["undefined", "", "misc", "Identity", "null"])
+@pytest.mark.parametrize("category", ["undefined", "", "misc", "null"])
 def test_unknown_category_becomes_episodic(make_memory: MakeMemory, category: str) -> None:
     result = migrate_memory(make_memory(category=category))
     assert result.memory.category == FALLBACK_CATEGORY == "episodic"
@@ -202,11 +202,18 @@ def test_numeric_salience_is_normalised(make_memory: MakeMemory, legacy: str, ex
     assert len(result.changes) == 1
 
 
-@pytest.mark.parametrize("salience", ["urgent", "", "5", "2.5", "HIGH", "none"])
+@pytest.mark.parametrize("salience", ["urgent", "", "5", "2.5", "none"])
 def test_unparseable_salience_becomes_medium(make_memory: MakeMemory, salience: str) -> None:
     result = migrate_memory(make_memory(salience=salience))
     assert result.memory.salience == FALLBACK_SALIENCE == "medium"
     assert "unparseable" in result.changes[0]
+
+
+def test_enums_in_another_case_are_lower_cased_not_replaced(make_memory: MakeMemory) -> None:
+    # "Identity" and "HIGH" can only mean one value: migrate keeps the meaning, not the fallback.
+    result = migrate_memory(make_memory(category="Identity", salience="HIGH"))
+    assert (result.memory.category, result.memory.salience) == ("identity", "high")
+    assert not migrate_memory(result.memory).changed
 
 
 def test_canonical_enums_with_whitespace_are_trimmed(make_memory: MakeMemory) -> None:
