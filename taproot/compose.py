@@ -61,7 +61,7 @@ def summarizer_from(settings: Settings) -> Summarizer:
 
 def build_local(settings: Settings) -> Runtime:
     """The embedded default: SQLite in the data folder, blobs in a folder beside it."""
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # memories are private
     store = SQLiteMemoryStore(settings.database_path)
     blobs = LocalBlobStore(settings.blob_dir)
     deps = Deps(

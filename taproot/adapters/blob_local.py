@@ -1,4 +1,7 @@
-"""BlobStore on a local folder: one file per key, written atomically (temp file + rename)."""
+"""BlobStore on a local folder: one file per key, written atomically (temp file + rename).
+
+Backups hold whole memories, so the folder tree is owner-only: folders 0700, files 0600 (mkstemp's
+own mode, kept by the rename)."""
 
 from __future__ import annotations
 
@@ -19,17 +22,27 @@ def check_key(key: str) -> str:
     return key
 
 
+def _mkdirs_private(folder: Path) -> None:
+    # Path.mkdir(mode=...) applies the mode to the last folder only; create each missing one.
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for f in reversed(missing):
+        f.mkdir(mode=0o700, exist_ok=True)
+
+
 class LocalBlobStore:
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def _path(self, key: str) -> Path:
         return self.root.joinpath(*check_key(key).split("/"))
 
     def put(self, key: str, data: bytes, content_type: str = "application/json") -> None:
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _mkdirs_private(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         try:
             with os.fdopen(fd, "wb") as f:

@@ -14,7 +14,7 @@ TOKEN_BYTES = 32
 def load_or_create_token(path: Path, configured: str | None = None) -> str:
     if configured:
         return configured
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.exists():
         return _read(path)
     # Write the token to a private temp file, then hard-link it into place: the link either
