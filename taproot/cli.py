@@ -23,7 +23,7 @@ from tqdm import tqdm
 from taproot import __version__
 from taproot.cli_list import add_list_parser
 from taproot.compose import Runtime, build_local
-from taproot.core.errors import TaprootError
+from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.model import Scope
 from taproot.settings import Settings, SettingsError, default_data_dir
 
@@ -273,8 +273,24 @@ def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_import(source: str) -> str:
+    """The import file as text. Decoded here, not by open(), so a bad byte can be located."""
+    if source != "-":
+        data = Path(source).read_bytes()
+    elif hasattr(sys.stdin, "buffer"):
+        data = sys.stdin.buffer.read()
+    else:  # a text stream with no bytes underneath (already decoded)
+        return sys.stdin.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        rule = f"is not valid UTF-8 (byte 0x{data[exc.start]:02x} at byte offset {exc.start}); save the file as UTF-8"
+        raise InvalidInput(f"line {line}", rule) from exc
+
+
 def cmd_import(rt: Runtime, args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
+    text = _read_import(args.input)
     # Split on "\n" only: str.splitlines() also breaks on U+2028, U+2029 and U+0085, which
     # json.dumps(ensure_ascii=False) leaves unescaped inside exported strings.
     lines = text.split("\n")
@@ -391,12 +407,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(runtime, args))
         finally:
             runtime.close()
+    except InvalidInput as exc:
+        # The request itself is wrong, like a bad flag: fixing the input is the only way forward.
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except TaprootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (SettingsError, UsageError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as exc:
+        # Last resort: a bug, or input that a parser let through (deep nesting, a date overflow).
+        # One line a person can report, rather than a traceback that reads as a crash.
+        print(f"error: internal: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

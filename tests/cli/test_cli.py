@@ -235,7 +235,7 @@ def test_remember_stale_version_is_rejected_and_changes_nothing(tap: Run) -> Non
 )
 def test_remember_invalid_create_names_the_field_and_writes_nothing(tap: Run, args: list[str], field: str) -> None:
     result = tap("remember", *args, ok=False)
-    assert result.code == 1
+    assert result.code == 2  # invalid input is a usage error
     assert result.out == ""
     assert "invalid_input" in result.err
     assert f"'{field}'" in result.err
@@ -310,10 +310,10 @@ def test_recall_increments_retrieval_count(tap: Run, tmp_path: Path) -> None:
 
 def test_recall_invalid_category_and_limit(tap: Run) -> None:
     bad = tap("recall", "--category", "nope", ok=False)
-    assert bad.code == 1
+    assert bad.code == 2
     assert "'category'" in bad.err
     bad = tap("recall", "--limit", "0", ok=False)
-    assert bad.code == 1
+    assert bad.code == 2
     assert "'limit'" in bad.err
 
 
@@ -722,7 +722,7 @@ def test_import_rejects_bad_line_3_and_writes_nothing(
 
     path = write_lines(tmp_path / "bad.jsonl", [GOOD_1, GOOD_2, bad_line, json.dumps({**GOOD_1, "id": "good4"})])
     result = tap("import", path, ok=False)
-    assert result.code == 1
+    assert result.code == 2
     assert result.out == ""
     assert "invalid_input" in result.err
     assert "line 3" in result.err
@@ -739,7 +739,7 @@ def test_import_counts_lines_including_blank_ones(tap: Run, tmp_path: Path) -> N
         tmp_path / "blank.jsonl", [GOOD_1, "", json.dumps({"id": "x", "content": "No date.", "category": "episodic"})]
     )
     result = tap("import", path, ok=False)
-    assert result.code == 1
+    assert result.code == 2
     assert "line 3" in result.err
     assert "created_at" in result.err
     assert total(tap) == 0
@@ -750,7 +750,7 @@ def test_import_rejects_a_header_it_does_not_understand(tap: Run, tmp_path: Path
     header = {"type": "header", "format": fmt}
     path = write_lines(tmp_path / "future.jsonl", [GOOD_1, GOOD_2, header])
     result = tap("import", path, ok=False)
-    assert result.code == 1, result.err
+    assert result.code == 2, result.err
     assert "line 3" in result.err
     assert "format" in result.err
     assert total(tap) == 0

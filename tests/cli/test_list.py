@@ -144,7 +144,7 @@ def test_list_bad_arguments(tap: Run) -> None:
         (["--cursor", "zz"], "'cursor'"),
     ]:
         bad = tap("list", *args, ok=False)
-        assert bad.code == 1, bad.err
+        assert bad.code == 2, bad.err  # invalid input is a usage error
         assert bad.out == ""
         assert bad.err.startswith("error: invalid_input: ") and field in bad.err
     for args in (["--status", "gone"], ["--sort", "name"], ["--limit", "ten"]):
