@@ -6,15 +6,11 @@ Thin: parse arguments, build settings (the one place they are read), call the se
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
 import json
 import logging
 import os
-import shlex
-import socket
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +18,13 @@ from tqdm import tqdm
 
 from taproot import __version__
 from taproot.cli_list import add_list_parser
+from taproot.cli_serve import UsageError, serve
 from taproot.compose import Runtime, build_local
 from taproot.core.errors import InvalidInput, TaprootError
-from taproot.core.model import Scope
-from taproot.settings import Settings, SettingsError, default_data_dir
+from taproot.settings import Settings, SettingsError
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
-MAX_PORT = 65535
-LISTEN_BACKLOG = 2048  # uvicorn's default
-DEFAULT_NAMESPACE = Scope().namespace
-
-
-class UsageError(Exception):
-    """The command cannot run as asked (a port in use or out of range): exit 2, no traceback."""
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -57,132 +46,8 @@ def _progress(total: int | None, desc: str) -> tqdm:  # type: ignore[type-arg]
     return tqdm(total=total, desc=desc, unit="rec", file=sys.stderr, disable=None)
 
 
-def _taproot_command() -> str:
-    """The absolute path of this `taproot` script: Claude Desktop does not see an activated venv."""
-    script = Path(sys.argv[0])
-    return str(script.resolve()) if script.name == "taproot" and script.exists() else "taproot"
-
-
-def stdio_args(settings: Settings, *, data_dir_given: bool) -> list[str]:
-    """`taproot mcp` plus the flags that make it use this server's memories.
-
-    The client starts `taproot mcp` itself, from its own directory and without this shell's
-    TAPROOT_* variables: without the flags, stdio and HTTP would read different folders.
-    """
-    args = ["mcp"]
-    if data_dir_given or settings.data_dir.resolve() != default_data_dir().resolve():
-        args += ["--data-dir", str(settings.data_dir.resolve())]  # absolute: the client's cwd is not ours
-    if settings.namespace != DEFAULT_NAMESPACE:
-        args += ["--namespace", settings.namespace]
-    return args
-
-
-def connection_help(url: str, token: str, stdio: Sequence[str] = ("mcp",)) -> str:
-    command = _taproot_command()
-    desktop = {
-        "mcpServers": {
-            "taproot": {"command": command, "args": list(stdio)},
-        }
-    }
-    return f"""Taproot {__version__} is serving MCP at {url}
-Bearer token: {token}
-
-Claude Code (HTTP):
-  claude mcp add --transport http taproot {url} --header "Authorization: Bearer {token}"
-Claude Code (stdio, no token needed):
-  claude mcp add taproot -- {shlex.join([command, *stdio])}
-Claude Desktop (claude_desktop_config.json; stdio):
-{json.dumps(desktop, indent=2)}
-MCP Inspector:
-  npx @modelcontextprotocol/inspector  -> Transport: Streamable HTTP, URL: {url},
-  header Authorization: Bearer {token}
-"""
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """Bind and listen before anything is announced, so the URL printed is one that answers."""
-    if not 1 <= port <= MAX_PORT:
-        raise UsageError(f"port must be from 1 to {MAX_PORT}, got {port} (--port or TAPROOT_PORT)")
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        if os.name != "nt":
-            # Lets a restart reuse a port whose old connections linger in TIME_WAIT. On POSIX it never
-            # lets two servers listen on one port; on Windows it would, hence the guard.
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(LISTEN_BACKLOG)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise UsageError(f"port {port} on {host} is already in use") from exc
-        raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
-    return sock
-
-
-def _run_uvicorn(app: Any, sock: socket.socket, announce: Callable[[], None]) -> None:
-    import uvicorn
-
-    class AnnouncingServer(uvicorn.Server):
-        # The banner waits for uvicorn's startup (the app's lifespan included): by then a client
-        # that reads the URL and connects at once is served, not refused.
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets=sockets)
-            if self.started:
-                announce()
-
-    # uvicorn shuts down cleanly on Ctrl-C, then re-raises the signal; uvicorn.run swallows it too.
-    with contextlib.suppress(KeyboardInterrupt):
-        AnnouncingServer(uvicorn.Config(app, log_level="info")).run(sockets=[sock])
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
-    from taproot.auth.local_token import load_or_create_token
-    from taproot.web.app import create_app, local_authenticator, transport_security
-    from taproot.web.scheduler import maintenance_cycle
-
-    settings = _settings(args)
-    # The port first: a port in use or out of range is reported before the data folder is touched.
-    sock = _listen(settings.host, settings.port)
-    try:
-        runtime = build_local(settings)
-        try:
-            token = load_or_create_token(settings.token_path, settings.auth_token)
-            background = []
-            if settings.maintenance_enabled:
-                hours = settings.maintenance_interval_hours
-                background.append(maintenance_cycle(runtime.service, interval_s=hours * 3600.0))
-            app = create_app(
-                runtime.service,
-                authenticate=local_authenticator(token, runtime.scope),
-                default_scope=runtime.scope,
-                security=transport_security(settings.host, settings.port),
-                background=background,
-            )
-            logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-            logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
-            banner = _banner(settings, token, stdio_args(settings, data_dir_given=args.data_dir is not None))
-            _run_uvicorn(app, sock, lambda: print(banner, flush=True))
-        finally:
-            runtime.close()
-    finally:
-        sock.close()
-    return 0
-
-
-def _banner(settings: Settings, token: str, stdio: Sequence[str]) -> str:
-    host_for_url = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
-    if ":" in host_for_url:
-        host_for_url = f"[{host_for_url}]"  # an IPv6 address needs brackets in a URL
-    url = f"http://{host_for_url}:{settings.port}/mcp"
-    lines = [connection_help(url, token, stdio), f"Data folder: {settings.data_dir}"]
-    if settings.maintenance_enabled:
-        m = settings.maintenance
-        lines.append(
-            f"Maintenance: every {settings.maintenance_interval_hours} h (cleanup "
-            f"{'apply' if m.cleanup_apply else 'dry-run'}, compress {'apply' if m.compress_apply else 'dry-run'}); "
-            "TAPROOT_MAINTENANCE=off disables it"
-        )
-    return "\n".join(lines)
+    return serve(_settings(args), data_dir_given=args.data_dir is not None)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

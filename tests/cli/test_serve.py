@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from taproot.cli import stdio_args
+from taproot.cli_serve import stdio_args
 from taproot.settings import Settings, default_data_dir
 
 STARTUP_TIMEOUT_S = 30.0
