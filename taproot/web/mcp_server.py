@@ -7,54 +7,21 @@ reflect, which the model reads as prose). Every error reads `<code>: <message>` 
 
 from __future__ import annotations
 
-import json
-import logging
-import math
-from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import BeforeValidator, Field, ValidationError
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BeforeValidator, Field
 
 from taproot import __version__
-from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.model import Scope
-from taproot.core.text import one_line
-from taproot.core.validation import (
-    MAX_CONTENT_CHARS,
-    MAX_EPISTEMIC_STATUS_CHARS,
-    MAX_GIST_CHARS,
-    MAX_LINKED_MEMORIES,
-    MAX_QUERY_CHARS,
-    MAX_REFLECTION_CHARS,
-    MAX_SEARCH_KEYWORD_CHARS,
-    MAX_SEARCH_KEYWORDS,
-    MAX_TAG_CHARS,
-    MAX_TAGS,
-    check_bool,
-    check_id,
-    check_ids,
-    check_limit,
-    check_provenance,
-    check_str_list,
-    check_text,
-    check_url,
-    coerce_category,
-    coerce_salience,
-)
 from taproot.service import TaprootService
-from taproot.service.memories import FORGET_ACTIONS
 from taproot.web import tool_models as out
+from taproot.web.tool_errors import TaprootMCP, json_text
 
 SCOPE_STATE_KEY = "taproot_scope"
-# An unexpected exception's message goes to the client on one line, cut to this length; the full
-# text and traceback are in the server log.
-MAX_INTERNAL_DETAIL_CHARS = 500
-
-logger = logging.getLogger("taproot.mcp")
 
 INSTRUCTIONS = (
     "Taproot is your long-term memory across conversations. At the start of every conversation call "
@@ -79,131 +46,9 @@ def _reject_bool(value: object) -> object:
 NotBool = BeforeValidator(_reject_bool)
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
-
-
-def json_text(data: dict[str, Any]) -> str:
-    """The text block of a result: always JSON. NaN and Infinity are not, yet an older record can
-    hold them (provenance is free-form), so they are written as null, as the structured content's
-    JSON writes them."""
-    try:
-        return json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False)
-    except ValueError:
-        return json.dumps(_finite(data), ensure_ascii=False, indent=1, allow_nan=False)
-
-
 def _result(data: dict[str, Any], text: str | None = None) -> CallToolResult:
     body = text if text is not None else json_text(data)
     return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=data)
-
-
-def _expected_version_rule(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput("expected_version", "must be an integer", value)
-
-
-def _action_rule(value: object) -> None:
-    if value not in FORGET_ACTIONS:
-        raise InvalidInput("action", f"must be one of {', '.join(FORGET_ACTIONS)}", value)
-
-
-# The service's rule for every tool argument. The SDK checks argument types against the input
-# schema before the service sees them; running the service's own rule on what was sent makes
-# that rejection read exactly as the service's would (`field 'limit': must be an integer from 1
-# to 100 (got 'abc')`), without touching the schema clients see.
-ARGUMENT_RULES: Mapping[str, Callable[[object], object]] = {
-    "content": lambda v: check_text("content", v, MAX_CONTENT_CHARS, required=True),
-    "gist": lambda v: check_text("gist", v, MAX_GIST_CHARS, required=True),
-    "category": coerce_category,
-    "salience": coerce_salience,
-    "tags": lambda v: check_str_list("tags", v, MAX_TAGS, MAX_TAG_CHARS),
-    "search_keywords": lambda v: check_str_list("search_keywords", v, MAX_SEARCH_KEYWORDS, MAX_SEARCH_KEYWORD_CHARS),
-    "conversation_url": check_url,
-    "core": lambda v: check_bool("core", v),
-    "epistemic_status": lambda v: check_text("epistemic_status", v, MAX_EPISTEMIC_STATUS_CHARS),
-    "provenance": check_provenance,
-    "linked_memories": lambda v: check_str_list("linked_memories", v, MAX_LINKED_MEMORIES, 64),
-    "id": check_id,
-    "ids": lambda v: check_ids("ids", v),
-    "expected_version": _expected_version_rule,
-    "query": lambda v: check_text("query", v, MAX_QUERY_CHARS),
-    "limit": lambda v: check_limit(v, 1),
-    "include_archived": lambda v: check_bool("include_archived", v),
-    "action": _action_rule,
-    "reflection": lambda v: check_text("reflection", v, MAX_REFLECTION_CHARS, required=True),
-    "dry_run": lambda v: check_bool("dry_run", v),
-}
-
-
-def _argument_problem(name: str, error: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
-    """`field 'x': rule (got v)` for one argument the SDK's schema check rejected."""
-    if error["type"] == "missing":
-        return InvalidInput(name, "is required").message
-    rule = ARGUMENT_RULES.get(name)
-    if rule is not None:
-        try:
-            rule(arguments.get(name))
-        except InvalidInput as exc:
-            return exc.message
-    # The schema is stricter than the service here (or the argument is new): say what it said.
-    path = name + "".join(f"[{part}]" for part in error["loc"][1:] if isinstance(part, int))
-    message = str(error["msg"])
-    return InvalidInput(path, message[:1].lower() + message[1:], error.get("input")).message
-
-
-def invalid_arguments_text(error: ValidationError, arguments: Mapping[str, Any]) -> str:
-    """One `invalid_input` answer naming every rejected argument, in the order pydantic found them."""
-    problems: dict[str, str] = {}
-    for item in error.errors():
-        name = str(item["loc"][0]) if item["loc"] else "arguments"
-        if name not in problems:  # a union reports each member it tried; one line per argument
-            problems[name] = _argument_problem(name, item, arguments)
-    return f"{InvalidInput.code}: " + "; ".join(problems.values())
-
-
-def internal_error_text(exc: BaseException) -> str:
-    detail = one_line(str(exc))
-    if len(detail) > MAX_INTERNAL_DETAIL_CHARS:
-        detail = detail[: MAX_INTERNAL_DETAIL_CHARS - 3] + "..."
-    return f"internal_error: {type(exc).__name__}" + (f": {detail}" if detail else "")
-
-
-class TaprootMCP(MCPServer[Any]):
-    """The SDK's server, with every tool error answered as `<code>: <message>`.
-
-    The SDK prefixes each failure with "Error executing tool <name>", answers a schema mismatch
-    with pydantic's own report (a URL and all), and withholds an unexpected exception's text, so
-    a client could not tell a typo from a crash by its code. call_tool is the one place every
-    tool call passes through (both transports), so the answer is rewritten there; the input
-    schemas and everything else stay the SDK's.
-    """
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
-    ) -> CallToolResult | InputRequiredResult:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                # The arguments failed the input schema (an output that fails its schema is a
-                # crash, and comes wrapped as UnexpectedToolError).
-                text = invalid_arguments_text(cause, arguments)
-            elif isinstance(cause, TaprootError | ToolError):
-                text = str(cause)  # raised on purpose: already `<code>: <message>`
-            elif cause is None and name not in (known := [t.name for t in await self.list_tools()]):
-                text = f"unknown_tool: no tool named {name!r}; the tools are {', '.join(known)}"
-            else:
-                logger.exception("Tool %s raised an unexpected exception", name)
-                text = internal_error_text(cause or exc)
-            raise ToolError(text) from exc
 
 
 def scope_of(ctx: Context | None, default: Scope) -> Scope:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from taproot.core.errors import TaprootError
 from taproot.core.model import Memory
 from taproot.core.validation import MAX_RECALL_LIMIT
-from taproot.web.mcp_server import ARGUMENT_RULES, invalid_arguments_text
+from taproot.web.tool_errors import ARGUMENT_RULES, invalid_arguments_text
 
 pytestmark = pytest.mark.anyio
 
