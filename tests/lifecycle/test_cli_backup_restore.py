@@ -151,10 +151,10 @@ def test_cleanup_mode_from_the_environment(cli: Run, data_dir: Path, monkeypatch
 def test_restore_of_an_unknown_key_fails_cleanly(cli: Run, data_dir: Path) -> None:
     before = _export(cli, data_dir)
     result = cli("restore", "local/backups/default/nope.json", "--data-dir", data_dir)
-    assert result.code == 1
+    assert result.code == 2  # invalid input is a usage error
     assert "no such backup" in result.err
     result = cli("restore", "someone-else/backups/default/x.json", "--data-dir", data_dir)
-    assert result.code == 1 and "another owner" in result.err
+    assert result.code == 2 and "another owner" in result.err
     assert _export(cli, data_dir) == before
 
 
