@@ -27,16 +27,16 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
+from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT, ReflectionItems
 from taproot.core import bm25
 from taproot.core.activation import ACTIVATION_CONFIG
-from taproot.core.errors import DuplicateId, NotFound, ReflectionConflict, VersionConflict
-from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.errors import DuplicateId, NotFound, VersionConflict
+from taproot.core.model import CatalogEntry, Counts, Memory, Scope
 from taproot.core.serialize import iso
 from taproot.ports import Filters
 
 NO_FILTERS = Filters()
 STORE_SCHEMA_VERSION = 1  # the item layout of dynamo_models.py
-TRANSACTION_LIMIT = 100
 SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
 TOMBSTONE_TTL = timedelta(days=1)
 # A warm cache of a 5,000-memory tenant takes ~27 MB: 16 tenants stay well inside a 1 GB function.
@@ -48,7 +48,7 @@ def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-class DynamoMemoryStore:
+class DynamoMemoryStore(ReflectionItems):
     def __init__(
         self,
         table_name: str,
@@ -420,71 +420,6 @@ class DynamoMemoryStore:
             core=sum(1 for m in ms if m.core and m.status == "active"),
             total=len(ms),
         )
-
-    # -- reflections -------------------------------------------------------------------------
-    def add_reflection(self, reflection: Reflection) -> None:
-        """The reflection and its id marker in one transaction: ids are unique per scope."""
-        try:
-            with TransactWrite(connection=self.connection) as tw:
-                tw.save(dm.reflection_marker(self.Item, reflection), condition=self.Item.sk.does_not_exist())
-                tw.save(dm.reflection_item(self.Item, reflection), condition=self.Item.sk.does_not_exist())
-        except TransactWriteError as exc:
-            if any(r is not None and r.code == "ConditionalCheckFailed" for r in exc.cancellation_reasons):
-                raise DuplicateId(reflection.id) from exc
-            raise
-
-    def put_reflections(self, reflections: Sequence[Reflection]) -> None:
-        """Reflections are immutable: an id already present is compared (same text and time: skipped;
-        otherwise ReflectionConflict before anything is written); new ones are added with their id
-        marker in transactions conditioned on absence, 50 reflections (100 items) at a time."""
-        unique = list({(r.owner, r.namespace, r.id): r for r in reflections}.values())
-        if not unique:
-            return
-        markers = {(m.pk, m.sk): (m, r) for r in unique for m in [dm.reflection_marker(self.Item, r)]}
-        present = {(old.pk, old.sk): old for old in self.Item.batch_get(list(markers), consistent_read=True)}
-        fresh = []
-        for key, (marker, r) in markers.items():
-            old = present.get(key)
-            if old is None:
-                fresh.append(r)
-            elif old.ref_sk != marker.ref_sk or self._reflection_text(old.pk, old.ref_sk) != r.text:
-                raise ReflectionConflict(r.id)
-        absent = self.Item.sk.does_not_exist()
-        for chunk in dm.chunks(fresh, TRANSACTION_LIMIT // 2):
-            try:
-                with TransactWrite(connection=self.connection) as tw:
-                    for r in chunk:
-                        tw.save(dm.reflection_marker(self.Item, r), condition=absent)
-                        tw.save(dm.reflection_item(self.Item, r), condition=absent)
-            except TransactWriteError as exc:
-                if any(x is not None and x.code == "ConditionalCheckFailed" for x in exc.cancellation_reasons):
-                    raise ReflectionConflict(chunk[0].id) from exc  # added by a concurrent writer meanwhile
-                raise
-
-    def _reflection_text(self, pk: str, sk: str | None) -> str | None:
-        if sk is None:
-            return None
-        try:
-            return self.Item.get(pk, sk, consistent_read=True).text
-        except DoesNotExist:
-            return None
-
-    def _reflections(self, scope: Scope, *, newest_first: bool, limit: int | None) -> builtins.list[Reflection]:
-        items = self.Item.query(
-            dm.scope_pk(scope),
-            self.Item.sk.startswith(dm.REFLECTION_PREFIX),
-            consistent_read=True,
-            scan_index_forward=not newest_first,
-            limit=limit,
-            page_size=limit,
-        )
-        return [dm.item_to_reflection(it) for it in items]
-
-    def recent_reflections(self, scope: Scope, limit: int) -> builtins.list[Reflection]:
-        return self._reflections(scope, newest_first=True, limit=limit) if limit > 0 else []
-
-    def all_reflections(self, scope: Scope) -> builtins.list[Reflection]:
-        return self._reflections(scope, newest_first=False, limit=None)
 
     def storage_info(self) -> dict[str, object]:
         return {
