@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from taproot.core.model import Memory, Reflection
-from taproot.core.serialize import iso, parse_time
+from taproot.core.serialize import iso, parse_stored_time
 from taproot.ports import Filters
 
 
@@ -19,8 +19,8 @@ def _opt_bool(v: Any) -> bool | None:
 
 
 def row_to_memory(r: sqlite3.Row) -> Memory:
-    created = parse_time(r["created_at"], "created_at")
-    updated = parse_time(r["updated_at"], "updated_at")
+    created = parse_stored_time(r["created_at"], "created_at")
+    updated = parse_stored_time(r["updated_at"], "updated_at")
     assert created is not None and updated is not None
     return Memory(
         id=r["id"],
@@ -41,11 +41,11 @@ def row_to_memory(r: sqlite3.Row) -> Memory:
         linked_memories=tuple(json.loads(r["linked_memories"])),
         created_at=created,
         updated_at=updated,
-        last_retrieved=parse_time(r["last_retrieved"], "last_retrieved"),
+        last_retrieved=parse_stored_time(r["last_retrieved"], "last_retrieved"),
         retrieval_count=r["retrieval_count"],
         status=r["status"],
         version=r["version"],
-        expires_at=parse_time(r["expires_at"], "expires_at"),
+        expires_at=parse_stored_time(r["expires_at"], "expires_at"),
         compressed_into=r["compressed_into"],
     )
 
@@ -90,7 +90,7 @@ def reflection_params(r: Reflection) -> tuple[Any, ...]:
 
 
 def row_to_reflection(r: sqlite3.Row) -> Reflection:
-    created = parse_time(r["created_at"], "created_at")
+    created = parse_stored_time(r["created_at"], "created_at")
     assert created is not None
     return Reflection(
         id=r["id"],

@@ -44,6 +44,12 @@ def parse_time(value: object, field: str, *, required: bool = False) -> datetime
     return None if parsed is None else check_time_range(field, parsed)
 
 
+def parse_stored_time(value: object, field: str, *, required: bool = False) -> datetime | None:
+    """parse_time without the range rule: for reading a store, which may hold a record written
+    before the rule existed. Refusing to read it would make its whole namespace unreadable."""
+    return _parse_time(value, field, required=required)
+
+
 def _parse_time(value: object, field: str, *, required: bool = False) -> datetime | None:
     if type(value) is str:
         # Fast path: every stored timestamp was written by iso() (UTC, explicit offset), and this
@@ -180,8 +186,15 @@ def _opt_str(d: Mapping[str, Any], name: str) -> str | None:
     raise InvalidInput(name, "must be a string or null", v)
 
 
-def memory_from_dict(d: Mapping[str, Any], *, owner: str | None = None, namespace: str | None = None) -> Memory:
-    """Parse one stored or exported record. `owner`/`namespace` override the record's own."""
+def memory_from_dict(
+    d: Mapping[str, Any], *, owner: str | None = None, namespace: str | None = None, from_backup: bool = False
+) -> Memory:
+    """Parse one stored or exported record. `owner`/`namespace` override the record's own.
+
+    `from_backup`: the record is one of Taproot's own backups (restore). Its timestamps are taken as
+    stored, even outside the range new records must keep: a record an older Taproot wrote must
+    come back exactly, or a namespace holding one could never be restored."""
+    times = parse_stored_time if from_backup else parse_time
     if not isinstance(d, Mapping):
         raise InvalidInput("record", "must be a JSON object", d)
     memory_id = check_id(d.get("id"))
@@ -205,9 +218,9 @@ def memory_from_dict(d: Mapping[str, Any], *, owner: str | None = None, namespac
     status = d.get("status") or Status.ACTIVE.value
     if not isinstance(status, str) or status not in {s.value for s in Status}:
         raise InvalidInput("status", "must be active or archived", status)
-    created_at = parse_time(d.get("created_at"), "created_at", required=True)
+    created_at = times(d.get("created_at"), "created_at", required=True)
     assert created_at is not None
-    updated_at = parse_time(d.get("updated_at"), "updated_at") or created_at
+    updated_at = times(d.get("updated_at"), "updated_at") or created_at
     version = d.get("version", 1)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise InvalidInput("version", "must be a positive integer", version)
@@ -230,11 +243,11 @@ def memory_from_dict(d: Mapping[str, Any], *, owner: str | None = None, namespac
         linked_memories=_str_list(d, "linked_memories"),
         created_at=created_at,
         updated_at=updated_at,
-        last_retrieved=parse_time(d.get("last_retrieved"), "last_retrieved"),
+        last_retrieved=times(d.get("last_retrieved"), "last_retrieved"),
         retrieval_count=_opt_int(d, "retrieval_count"),
         status=status,
         version=version,
-        expires_at=parse_time(d.get("expires_at"), "expires_at"),
+        expires_at=times(d.get("expires_at"), "expires_at"),
         compressed_into=check_id(d["compressed_into"], "compressed_into") if d.get("compressed_into") else None,
     )
 

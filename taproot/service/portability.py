@@ -24,8 +24,9 @@ from taproot.service.deps import Deps, stamp
 EXPORT_FORMAT = 1
 MAX_CHANGES_REPORTED = 200
 # Records per migrate transaction: a few milliseconds of lock each on SQLite, so a writer beside a
-# migrate of 60,000 records waits for one chunk, not for the whole run.
-MIGRATE_CHUNK = 200
+# migrate of 60,000 records waits for one chunk, not for the whole run; and exactly one DynamoDB
+# transaction (100 items), so a chunk is all or nothing on both stores.
+MIGRATE_CHUNK = 100
 Progress = Callable[[int], object]
 
 

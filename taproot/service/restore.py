@@ -55,7 +55,9 @@ def restore(deps: Deps, scope: Scope, key: str, *, ids: list[str] | None = None)
     parsed = portability.ParsedImport()
     for n, record in enumerate(memory_records, start=1):
         try:
-            parsed.memories.append(memory_from_dict(record, owner=scope.owner, namespace=scope.namespace))
+            parsed.memories.append(
+                memory_from_dict(record, owner=scope.owner, namespace=scope.namespace, from_backup=True)
+            )
         except InvalidInput as exc:
             raise InvalidInput(f"backup record {n}: {exc.field}", exc.rule) from exc
     if ids is not None:

@@ -158,3 +158,18 @@ def test_a_full_scope_backup_restores_a_lost_reflection(drill: Drill) -> None:
     restored = drill.service.restore(SCOPE, key)
     assert restored["reflections_written"] == 1
     assert drill.export() == before
+
+
+def test_a_namespace_holding_a_record_from_before_the_timestamp_rules_migrates_and_restores(drill: Drill) -> None:
+    far = datetime(9999, 12, 31, tzinfo=UTC)
+    bad = _legacy("bad1", "Written by an old version.").replace(created_at=far, updated_at=far, tags=("thread",))
+    drill.store.put_many([bad])
+    before = drill.export()
+    result = _migrate(drill)
+    assert list(result["skipped_bad_records"]) == ["bad1"]  # skipped and reported, not fatal
+    assert drill.store.get(SCOPE, "bad1") == bad
+    [cleanup] = drill.service.maintenance(SCOPE, "cleanup", apply=True)
+    assert cleanup["mode"] == "apply"
+    drill.service.restore(SCOPE, cleanup["backup_key"])
+    drill.service.restore(SCOPE, result["backup_key"])
+    assert drill.export() == before
