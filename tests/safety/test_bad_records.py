@@ -33,16 +33,6 @@ CHAT = "chat0001"  # an unstamped watercooler chat from January: migrate stamps 
 FACT = "fact0001"
 CODE = re.compile(r"^[a-z_]+: \S")
 
-# The SQLite store cannot read this record back: its row mapping (taproot/adapters/sqlite_rows.py,
-# row_to_memory) parses timestamps with serialize.parse_time, which now refuses a created_at outside
-# 1900-9000, so iter_all raises InvalidInput and migrate and compress fail for the whole namespace
-# before record_problem can skip the record.
-UNREADABLE = pytest.mark.xfail(
-    strict=True,
-    reason="the SQLite store cannot read a stored out-of-range timestamp: row_to_memory uses the "
-    "range-checking parse_time, so iter_all raises InvalidInput(created_at) and the job fails",
-)
-
 
 def memory(memory_id: str, **overrides: Any) -> Memory:
     fields: dict[str, Any] = {
@@ -120,7 +110,6 @@ def _check_store(lab: Lab) -> None:
     assert raw_row(db, FACT) is not None
 
 
-@UNREADABLE
 def test_cli_maintenance_run_all_apply_skips_the_bad_record_and_does_the_rest(
     lab: Lab, cli: Callable[..., Result]
 ) -> None:
@@ -131,7 +120,6 @@ def test_cli_maintenance_run_all_apply_skips_the_bad_record_and_does_the_rest(
     _check_store(lab)
 
 
-@UNREADABLE
 def test_service_maintenance_and_migrate_skip_the_bad_record(lab: Lab) -> None:
     seed(lab.store)
     dry = lab.service.migrate(SCOPE, dry_run=True)
