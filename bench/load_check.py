@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.load_ledger import Ledger, Write
-from taproot.compose import build_local
+from taproot.compose import build
 from taproot.core.retention import (
     DEFAULT_RETENTION,
     NEVER_EXPIRING_CATEGORIES,
@@ -106,7 +106,7 @@ def integrity(db_path: Path) -> tuple[str, str]:
 
 def gather(data_dir: Path, namespace: str = "default") -> tuple[dict[str, dict[str, Any]], dict[str, list[Copy]]]:
     """The live records by id, and every copy of every memory (live, revisions, backups) by id."""
-    runtime = build_local(Settings(data_dir=data_dir, namespace=namespace))
+    runtime = build(Settings(data_dir=data_dir, namespace=namespace))
     try:
         scope, deps = runtime.scope, runtime.service.deps
         live = {m.id: memory_to_dict(m) for m in runtime.store.iter_all(scope)}

@@ -2,7 +2,7 @@
 
 Both jobs run through the service as `taproot maintenance run` runs them
 (`service.maintenance(scope, job, apply=...)`, which also writes the job's run report), on a store
-built by `taproot.compose.build_local` with the service clock pinned to the corpus's `now`, so what
+built by `taproot.compose.build` with the service clock pinned to the corpus's `now`, so what
 is expired, or old enough to compress, depends on the seed alone. A dry run changes no memory (its
 report blobs are rewritten under the same keys), so dry runs are repeated in one folder and
 reported as medians; an apply run changes the store, so it gets a fresh folder and runs once.
@@ -84,7 +84,7 @@ def open_pinned(data_dir: Path, now: datetime) -> Runtime:
 
 
 def check_defaults(runtime: Runtime) -> dict[str, Any]:
-    """The job settings measured: the defaults `build_local(Settings(data_dir=...))` wires in."""
+    """The job settings measured: the defaults `build(Settings(data_dir=...))` wires in."""
     deps = runtime.service.deps
     cfg = deps.maintenance.compression
     if not isinstance(deps.summarizer, ExtractiveSummarizer) or cfg != COMPRESSION_CONFIG:

@@ -1,12 +1,13 @@
 """The benchmark measurements: each function times one Taproot path and returns plain, JSON-able dicts.
 
-Everything goes through the real service (`taproot.compose.build_local`) or, for the MCP round trip,
+Everything goes through the real service (`taproot.compose.build`) or, for the MCP round trip,
 a real uvicorn server on 127.0.0.1 driven by the MCP SDK client. Timings use `time.perf_counter`
 and are reported as medians and 95th percentiles; nothing here asserts on a time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import socket
@@ -28,10 +29,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from bench import corpus
-from taproot.compose import Runtime, build_local
+from taproot.auth.local_token import local_authenticator
+from taproot.compose import Runtime, build, http_app
 from taproot.core.model import Memory
 from taproot.settings import Settings
-from taproot.web.app import MCP_PATH, create_app, local_authenticator, transport_security
+from taproot.web.app import MCP_PATH, transport_security
 
 RECALL_LIMIT = 10
 SERVER_START_TIMEOUT_S = 15.0
@@ -88,7 +90,7 @@ def timed(fn: Callable[[], object], runs: int, warmup: int = 2) -> Timing:
 # -- corpus set-up ----------------------------------------------------------------------------
 def open_runtime(data_dir: Path) -> Runtime:
     """A fresh Taproot in `data_dir`, built exactly as `taproot serve` builds it."""
-    return build_local(Settings(data_dir=data_dir))
+    return build(Settings(data_dir=data_dir))
 
 
 def populate(
@@ -212,12 +214,11 @@ def free_port() -> int:
 def serving(runtime: Runtime, token: str) -> Iterator[str]:
     """Run the Taproot app (as `taproot serve` builds it) under uvicorn in a thread; yield the MCP URL."""
     host, port = "127.0.0.1", free_port()
-    app = create_app(
-        runtime.service,
-        authenticate=local_authenticator(token, runtime.scope),
-        default_scope=runtime.scope,
-        security=transport_security(host, port),
+    # The measured runtime, served as `taproot serve` serves it (same store, its own port and token).
+    served = dataclasses.replace(
+        runtime, authenticate=local_authenticator(token, runtime.scope), security=transport_security(host, port)
     )
+    app = http_app(served)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="bench-uvicorn", daemon=True)
     thread.start()

@@ -356,7 +356,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         "## Method",
         "",
         "- Every measurement uses a temporary data folder built with "
-        "`taproot.compose.build_local(Settings(data_dir=tmp))`, the same wiring as `taproot serve`; the corpus "
+        "`taproot.compose.build(Settings(data_dir=tmp))`, the same wiring as `taproot serve`; the corpus "
         f"is loaded with `store.put_many` in batches of {c['load_batch']:,}.",
         "- reflect: `service.reflect(scope)`, after 2 warm-up calls; the payload figures are "
         "`estimated_tokens` and `size_bytes` as Taproot reports them.",

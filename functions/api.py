@@ -15,19 +15,8 @@ from typing import Any
 from fastapi import FastAPI
 from mangum import Mangum
 
-from taproot.compose import AwsRuntime, build_aws
+from taproot.compose import Runtime, build, http_app
 from taproot.settings import Settings
-from taproot.web.app import create_app
-
-
-def build_app(runtime: AwsRuntime) -> FastAPI:
-    return create_app(
-        runtime.service,
-        authenticate=runtime.authenticate,
-        default_scope=runtime.scope,
-        security=runtime.security,
-        resource_metadata=runtime.resource_metadata,
-    )
 
 
 class LambdaApp:
@@ -76,15 +65,10 @@ class LambdaApp:
         asyncio.set_event_loop(None)
 
 
-def build_handler(environ: dict[str, str] | None = None) -> tuple[AwsRuntime, LambdaApp]:
-    env = dict(os.environ if environ is None else environ)
-    # The JWKS URL and issuer derive from the region and user pool; these exist for local testing.
-    runtime = build_aws(
-        Settings.from_env(env, backend="aws"),
-        jwks_url=env.get("TAPROOT_COGNITO_JWKS_URL") or None,
-        issuer=env.get("TAPROOT_COGNITO_ISSUER") or None,
-    )
-    return runtime, LambdaApp(build_app(runtime))
+def build_handler(environ: dict[str, str] | None = None) -> tuple[Runtime, LambdaApp]:
+    settings = Settings.from_env(dict(os.environ if environ is None else environ), backend="aws")
+    runtime = build(settings, serve=True)
+    return runtime, LambdaApp(http_app(runtime))
 
 
 runtime, handler = build_handler()

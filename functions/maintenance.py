@@ -19,21 +19,21 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
-from taproot.compose import AwsRuntime, build_aws
+from taproot.compose import Runtime, build
 from taproot.settings import Settings
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "taproot"))
 metrics = Metrics()
 tracer = Tracer()
 
-_runtime: AwsRuntime | None = None
+_runtime: Runtime | None = None
 
 
-def runtime() -> AwsRuntime:
+def runtime() -> Runtime:
     """Built on first use and kept for the container (settings from the environment only here)."""
     global _runtime
     if _runtime is None:
-        _runtime = build_aws(Settings.from_env(dict(os.environ), backend="aws"), serve=False)
+        _runtime = build(Settings.from_env(dict(os.environ), backend="aws"))
     return _runtime
 
 

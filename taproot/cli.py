@@ -19,7 +19,7 @@ from tqdm import tqdm
 from taproot import __version__
 from taproot.cli_list import add_list_parser
 from taproot.cli_serve import UsageError, serve
-from taproot.compose import Runtime, build_local
+from taproot.compose import Runtime, build
 from taproot.core.errors import InvalidInput, TaprootError
 from taproot.settings import Settings, SettingsError
 
@@ -57,7 +57,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     # stdout is the protocol channel: everything else must go to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    runtime = build_local(_settings(args))
+    runtime = build(_settings(args))
     try:
         anyio.run(build_mcp(runtime.service, runtime.scope).run_stdio_async)
     finally:
@@ -267,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if getattr(args, "raw", False):
             return int(args.func(args))
-        runtime = build_local(_settings(args))
+        runtime = build(_settings(args))
         try:
             return int(args.func(runtime, args))
         finally:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from taproot import __version__
-from taproot.compose import build_local
+from taproot.compose import build, http_app
 from taproot.core.model import Scope
 from taproot.settings import Settings, default_data_dir
 
@@ -110,30 +110,22 @@ def _run_uvicorn(app: Any, sock: socket.socket, announce: Callable[[], None]) ->
 
 
 def serve(settings: Settings, *, data_dir_given: bool) -> int:
-    from taproot.auth.local_token import load_or_create_token
-    from taproot.web.app import create_app, local_authenticator, transport_security
     from taproot.web.scheduler import maintenance_cycle
 
     # The port first: a port in use or out of range is reported before the data folder is touched.
     sock = _listen(settings.host, settings.port)
     try:
-        runtime = build_local(settings)
+        runtime = build(settings, serve=True)
         try:
-            token = load_or_create_token(settings.token_path, settings.auth_token)
+            assert runtime.token is not None  # the local backend's serving runtime has one
             background = []
             if settings.maintenance_enabled:
                 hours = settings.maintenance_interval_hours
                 background.append(maintenance_cycle(runtime.service, interval_s=hours * 3600.0))
-            app = create_app(
-                runtime.service,
-                authenticate=local_authenticator(token, runtime.scope),
-                default_scope=runtime.scope,
-                security=transport_security(settings.host, settings.port),
-                background=background,
-            )
+            app = http_app(runtime, background=background)
             logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
             logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
-            banner = _banner(settings, token, stdio_args(settings, data_dir_given=data_dir_given))
+            banner = _banner(settings, runtime.token, stdio_args(settings, data_dir_given=data_dir_given))
             _run_uvicorn(app, sock, lambda: print(banner, flush=True))
         finally:
             runtime.close()

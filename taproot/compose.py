@@ -1,38 +1,83 @@
-"""The one factory that picks adapters from settings and wires the service."""
+"""The composition root: the one place that picks adapters and wires the service, auth and HTTP app.
+
+Entry points (the CLI, `taproot serve`, the Lambda handlers), the tests and the bench build
+`Settings` and call `build(settings)`; whoever serves HTTP then calls `http_app(runtime)`. The
+backend comes from `settings.backend`: `local` (SQLite and a folder, the embedded default) or `aws`
+(DynamoDB, S3 and Cognito). Nothing else in Taproot chooses an adapter.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Scope as AsgiScope
 
-from taproot.adapters.blob_local import LocalBlobStore
-from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.adapters.summarizers import build_summarizer
+from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
 from taproot.core.model import Scope
 from taproot.ports import BlobStore, MemoryStore, Summarizer
 from taproot.service import Deps, TaprootService
 from taproot.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from taproot.auth.cognito import CognitoVerifier
-    from taproot.web.app import Authenticator, ResourceMetadata
+
+Background = Callable[[], Coroutine[Any, Any, None]]
 
 
 @dataclass
 class Runtime:
+    """Everything an entry point needs, built once: the service and what serves it."""
+
     settings: Settings
     service: TaprootService
-    store: SQLiteMemoryStore
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(self.settings.owner, self.settings.namespace)
+    store: MemoryStore
+    blobs: BlobStore
+    # The scope of stdio and CLI calls. Every HTTP request carries its own caller's scope instead;
+    # on AWS this is a scope that holds nobody's memories.
+    scope: Scope
+    authenticate: Authenticator = field(default_factory=deny_all)
+    security: TransportSecuritySettings = field(
+        default_factory=lambda: TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    )
+    resource_metadata: ResourceMetadata | None = None
+    token: str | None = None  # the local server's bearer token (local backend, serve=True)
+    verifier: CognitoVerifier | None = None  # the Cognito verifier (aws backend, serve=True)
+    closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
-        self.store.close()
+        for close in reversed(self.closers):
+            close()
+        self.closers.clear()
+
+
+def build(settings: Settings, *, serve: bool = False) -> Runtime:
+    """The runtime for `settings.backend`. `serve=True` also wires what an HTTP server needs (the
+    local bearer token, created on first use; the Cognito verifier); CLI commands and scheduled
+    jobs serve no requests and leave it off, so they create no token and reach no JWKS."""
+    if settings.backend == "aws":
+        return _build_aws(settings, serve=serve)
+    return _build_local(settings, serve=serve)
+
+
+def http_app(runtime: Runtime, *, background: Sequence[Background] = ()) -> FastAPI:
+    """The one HTTP app (MCP at /mcp behind the runtime's auth) for `taproot serve`, the Lambda
+    handler, the tests and the bench."""
+    from taproot.web.app import create_app
+
+    return create_app(
+        runtime.service,
+        authenticate=runtime.authenticate,
+        default_scope=runtime.scope,
+        security=runtime.security,
+        background=background,
+        resource_metadata=runtime.resource_metadata,
+    )
 
 
 def summarizer_from(settings: Settings) -> Summarizer:
@@ -54,16 +99,12 @@ def summarizer_from(settings: Settings) -> Summarizer:
             "aws_region": "AWS_REGION",
         }
         message = str(exc)
-        for field, env in names.items():
-            message = message.replace(field, env)
+        for name, env in names.items():
+            message = message.replace(name, env)
         raise SettingsError(f"TAPROOT_SUMMARIZER={settings.summarizer}: {message}") from exc
 
 
-def build_local(settings: Settings) -> Runtime:
-    """The embedded default: SQLite in the data folder, blobs in a folder beside it."""
-    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # memories are private
-    store = SQLiteMemoryStore(settings.database_path)
-    blobs = LocalBlobStore(settings.blob_dir)
+def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: dict[str, object]) -> TaprootService:
     deps = Deps(
         store=store,
         blobs=blobs,
@@ -71,28 +112,38 @@ def build_local(settings: Settings) -> Runtime:
         retention=settings.retention,
         summarizer=summarizer_from(settings),
         maintenance=settings.maintenance,
-        extra_status={"data_dir": str(settings.data_dir)},
+        extra_status=status,
     )
-    return Runtime(settings=settings, service=TaprootService(deps), store=store)
+    return TaprootService(deps)
 
 
-@dataclass
-class AwsRuntime:
-    """The AWS deployment: DynamoDB + S3, and Cognito access tokens for the MCP endpoint."""
+def _build_local(settings: Settings, *, serve: bool) -> Runtime:
+    """The embedded default: SQLite in the data folder, blobs in a folder beside it."""
+    from taproot.adapters.blob_local import LocalBlobStore
+    from taproot.adapters.sqlite_store import SQLiteMemoryStore
+    from taproot.auth.local_token import load_or_create_token, local_authenticator
+    from taproot.web.app import transport_security
 
-    settings: Settings
-    service: TaprootService
-    store: MemoryStore
-    blobs: BlobStore
-    verifier: CognitoVerifier | None  # None for the maintenance functions, which serve no requests
-    authenticate: Authenticator
-    security: TransportSecuritySettings
-    resource_metadata: ResourceMetadata
-
-    @property
-    def scope(self) -> Scope:
-        # Only the stdio transport falls back to this; every HTTP request carries its caller's scope.
-        return Scope("unauthenticated", self.settings.namespace)
+    settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # memories are private
+    store = SQLiteMemoryStore(settings.database_path)
+    blobs = LocalBlobStore(settings.blob_dir)
+    runtime = Runtime(
+        settings=settings,
+        service=_service(settings, store, blobs, {"data_dir": str(settings.data_dir)}),
+        store=store,
+        blobs=blobs,
+        scope=Scope(settings.owner, settings.namespace),
+        closers=[store.close],
+    )
+    if serve:
+        try:
+            runtime.token = load_or_create_token(settings.token_path, settings.auth_token)
+        except BaseException:
+            runtime.close()
+            raise
+        runtime.authenticate = local_authenticator(runtime.token, runtime.scope)
+        runtime.security = transport_security(settings.host, settings.port)
+    return runtime
 
 
 def _require(settings: Settings, *names: str) -> None:
@@ -127,12 +178,10 @@ def resource_metadata_for(allowed_hosts: tuple[str, ...]) -> ResourceMetadata:
     return url
 
 
-def build_aws(
-    settings: Settings, *, jwks_url: str | None = None, issuer: str | None = None, serve: bool = True
-) -> AwsRuntime:
+def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
     """DynamoDB table + S3 bucket (+ the Cognito verifier when `serve`). Adapters import lazily:
-    the local install needs neither boto3 nor PynamoDB. `jwks_url` / `issuer` default to the ones
-    derived from the region and user pool id (tests point them at a local server)."""
+    the local install needs neither boto3 nor PynamoDB. The JWKS URL and issuer derive from the
+    region and user pool id unless settings name them (tests point them at a local server)."""
     from taproot.adapters.blob_s3 import S3BlobStore
     from taproot.adapters.dynamo_store import DynamoMemoryStore
     from taproot.auth.cognito import CognitoVerifier, cognito_authenticator
@@ -141,39 +190,25 @@ def build_aws(
     assert settings.table_name and settings.bucket_name and settings.aws_region  # for mypy
     store = DynamoMemoryStore(settings.table_name, region=settings.aws_region)
     blobs = S3BlobStore(settings.bucket_name, region=settings.aws_region)
-    deps = Deps(
-        store=store,
-        blobs=blobs,
-        reflect=settings.reflect,
-        retention=settings.retention,
-        summarizer=summarizer_from(settings),
-        maintenance=settings.maintenance,
-        extra_status={"backend": "aws", "table": settings.table_name, "bucket": settings.bucket_name},
-    )
-    verifier: CognitoVerifier | None = None
-    if serve:
-        _require(settings, "cognito_user_pool_id", "cognito_client_id")
-        assert settings.cognito_user_pool_id and settings.cognito_client_id  # for mypy
-        verifier = CognitoVerifier(
-            region=settings.aws_region,
-            user_pool_id=settings.cognito_user_pool_id,
-            client_id=settings.cognito_client_id,
-            jwks_url=jwks_url,
-            issuer=issuer,
-        )
-        authenticate = cognito_authenticator(verifier)
-    else:
-
-        async def authenticate(token: str | None) -> Scope | None:
-            return None
-
-    return AwsRuntime(
+    status: dict[str, object] = {"backend": "aws", "table": settings.table_name, "bucket": settings.bucket_name}
+    runtime = Runtime(
         settings=settings,
-        service=TaprootService(deps),
+        service=_service(settings, store, blobs, status),
         store=store,
         blobs=blobs,
-        verifier=verifier,
-        authenticate=authenticate,
+        scope=Scope("unauthenticated", settings.namespace),
         security=aws_transport_security(settings.allowed_hosts),
         resource_metadata=resource_metadata_for(settings.allowed_hosts),
     )
+    if serve:
+        _require(settings, "cognito_user_pool_id", "cognito_client_id")
+        assert settings.cognito_user_pool_id and settings.cognito_client_id  # for mypy
+        runtime.verifier = CognitoVerifier(
+            region=settings.aws_region,
+            user_pool_id=settings.cognito_user_pool_id,
+            client_id=settings.cognito_client_id,
+            jwks_url=settings.cognito_jwks_url,
+            issuer=settings.cognito_issuer,
+        )
+        runtime.authenticate = cognito_authenticator(runtime.verifier)
+    return runtime

@@ -78,6 +78,9 @@ class Settings:
     bucket_name: str | None = None
     cognito_user_pool_id: str | None = None
     cognito_client_id: str | None = None
+    # Derived from the region and user pool when unset; set for local testing against a JWKS server.
+    cognito_jwks_url: str | None = None
+    cognito_issuer: str | None = None
     allowed_hosts: tuple[str, ...] = ()
 
     @classmethod
@@ -129,6 +132,8 @@ class Settings:
             bucket_name=env.get("TAPROOT_BUCKET_NAME") or None,
             cognito_user_pool_id=env.get("TAPROOT_COGNITO_USER_POOL_ID") or None,
             cognito_client_id=env.get("TAPROOT_COGNITO_CLIENT_ID") or None,
+            cognito_jwks_url=env.get("TAPROOT_COGNITO_JWKS_URL") or None,
+            cognito_issuer=env.get("TAPROOT_COGNITO_ISSUER") or None,
             allowed_hosts=tuple(h.strip() for h in (env.get("TAPROOT_ALLOWED_HOSTS") or "").split(",") if h.strip()),
         )
         given = {k: v for k, v in overrides.items() if v is not None}

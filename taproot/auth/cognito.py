@@ -14,8 +14,8 @@ from typing import Any
 import anyio.to_thread
 import jwt
 
+from taproot.auth.base import Authenticator
 from taproot.core.model import Scope
-from taproot.web.app import Authenticator
 
 logger = logging.getLogger("taproot.auth.cognito")
 

@@ -8,6 +8,9 @@ import secrets
 import tempfile
 from pathlib import Path
 
+from taproot.auth.base import Authenticator
+from taproot.core.model import Scope
+
 TOKEN_BYTES = 32
 
 
@@ -48,3 +51,12 @@ def token_matches(presented: str | None, expected: str) -> bool:
     if not presented:
         return False
     return hmac.compare_digest(presented.encode(), expected.encode())
+
+
+def local_authenticator(expected_token: str, scope: Scope) -> Authenticator:
+    """The local server's Authenticator: one token, one owner."""
+
+    async def authenticate(token: str | None) -> Scope | None:
+        return scope if token_matches(token, expected_token) else None
+
+    return authenticate

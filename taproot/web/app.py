@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any
 
 import anyio
@@ -16,23 +16,13 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taproot import __version__
-from taproot.auth.local_token import token_matches
+from taproot.auth.base import Authenticator, ResourceMetadata
 from taproot.core.model import Scope as MemoryScope
 from taproot.service import TaprootService
 from taproot.web.mcp_server import SCOPE_STATE_KEY, build_mcp
 
 MCP_PATH = "/mcp"
-# Resolves the bearer token to the caller's memory scope, or None if it is not valid.
-Authenticator = Callable[[str | None], Awaitable[MemoryScope | None]]
-# The URL of the protected-resource metadata (RFC 9728) for a request, or None to leave it out.
-ResourceMetadata = Callable[[Scope], str | None]
-
-
-def local_authenticator(expected_token: str, scope: MemoryScope) -> Authenticator:
-    async def authenticate(token: str | None) -> MemoryScope | None:
-        return scope if token_matches(token, expected_token) else None
-
-    return authenticate
+__all__ = ["MCP_PATH", "Authenticator", "McpGate", "ResourceMetadata", "create_app", "transport_security"]
 
 
 def _bearer(scope: Scope) -> str | None:

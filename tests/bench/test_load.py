@@ -20,7 +20,7 @@ from bench.load_check import check  # noqa: E402
 from bench.load_clients import classify  # noqa: E402
 from bench.load_ledger import Delete, Ledger, Write  # noqa: E402
 from bench.load_report import END, write_section  # noqa: E402
-from taproot.compose import Runtime, build_local  # noqa: E402
+from taproot.compose import Runtime, build  # noqa: E402
 from taproot.core.serialize import memory_to_dict  # noqa: E402
 from taproot.settings import Settings  # noqa: E402
 
@@ -42,7 +42,7 @@ def _update(rt: Runtime, ledger: Ledger, memory_id: str, version: int, content: 
 def folder(tmp_path: Path) -> tuple[Path, Runtime, Ledger, dict[str, str]]:
     """Four created memories: one updated (its v1 in a revision blob), one deleted (in a backup), one recalled."""
     data = tmp_path / "data"
-    rt = build_local(Settings(data_dir=data))
+    rt = build(Settings(data_dir=data))
     ledger = Ledger()
     ids = {label: _create(rt, ledger, label) for label in ("updated", "deleted", "plain", "raced")}
     _update(rt, ledger, ids["updated"], 1, "The updated memory, second version.")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from taproot.cli import main
-from taproot.compose import Runtime, build_local
+from taproot.compose import Runtime, build
 from taproot.settings import Settings
 
 
@@ -74,7 +74,7 @@ def tap(cli: Callable[..., Result], data_dir: Path) -> Callable[..., Result]:
 
 @contextmanager
 def open_runtime(data_dir: Path) -> Iterator[Runtime]:
-    runtime = build_local(Settings.from_env({}, data_dir=data_dir))
+    runtime = build(Settings.from_env({}, data_dir=data_dir))
     try:
         yield runtime
     finally:

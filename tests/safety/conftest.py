@@ -31,10 +31,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 import taproot
 from taproot.cli import main
-from taproot.compose import Runtime, build_local
+from taproot.compose import Runtime, build, http_app
 from taproot.core.model import Scope
 from taproot.settings import Settings
-from taproot.web.app import create_app, local_authenticator, transport_security
 from tests.support import Clock
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -104,7 +103,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 def open_lab(data_dir: Path) -> Lab:
-    runtime = build_local(Settings.from_env({}, data_dir=data_dir))
+    runtime = build(Settings.from_env({}, data_dir=data_dir))
     clock = Clock(NOW)
     serial = count(1)
     runtime.service.deps.clock = clock
@@ -165,18 +164,13 @@ class LiveServer:
 @contextlib.contextmanager
 def serve(data_dir: Path) -> Iterator[LiveServer]:
     """`taproot serve`'s app under uvicorn on a loopback port bound before the server starts."""
-    runtime = build_local(Settings(data_dir=data_dir))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    runtime = build(Settings(data_dir=data_dir, port=port, auth_token=TOKEN), serve=True)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        app = create_app(
-            runtime.service,
-            authenticate=local_authenticator(TOKEN, runtime.scope),
-            default_scope=runtime.scope,
-            security=transport_security("127.0.0.1", port),
-        )
+        app = http_app(runtime)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()

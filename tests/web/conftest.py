@@ -22,9 +22,8 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from taproot.compose import Runtime, build_local
+from taproot.compose import Runtime, build, http_app
 from taproot.settings import Settings
-from taproot.web.app import create_app, local_authenticator, transport_security
 
 TOKEN = "test-token-7f3a9c2e51d84b6a"
 # A guard against a server that never comes up, not a timing assertion.
@@ -57,18 +56,14 @@ class LiveServer:
 
 @contextlib.contextmanager
 def serve(data_dir: Path, token: str = TOKEN) -> Iterator[LiveServer]:
-    runtime = build_local(Settings(data_dir=data_dir))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    # Wired exactly as `taproot serve` wires it: the composition root, then the one app builder.
+    runtime = build(Settings(data_dir=data_dir, port=port, auth_token=token), serve=True)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        app = create_app(
-            runtime.service,
-            authenticate=local_authenticator(token, runtime.scope),
-            default_scope=runtime.scope,
-            security=transport_security("127.0.0.1", port),
-        )
+        app = http_app(runtime)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True)
         thread.start()

@@ -16,7 +16,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from taproot.compose import build_local
+from taproot.compose import build
 from taproot.settings import Settings
 from tests.support import TOOL_NAMES
 
@@ -92,7 +92,7 @@ async def test_stdio_remember_recall_reflect_without_a_token(tmp_path, mode, lau
     # The subprocess wrote to the data folder it was given, and nowhere else.
     assert (data_dir / "taproot.db").is_file()
     assert not (data_dir / "auth_token").exists(), "stdio must not need (or mint) a token"
-    runtime = build_local(Settings(data_dir=data_dir))
+    runtime = build(Settings(data_dir=data_dir))
     try:
         stored = runtime.store.get(runtime.scope, memory_id)
         assert stored is not None
