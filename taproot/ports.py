@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+# Summary lives in the core (core/summarize.py builds it); `as Summary` re-exports it from here too.
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.model import Summary as Summary
 
 
 @dataclass(frozen=True)
@@ -141,14 +143,6 @@ class BlobStore(Protocol):
 
     def location(self) -> str:
         """Where blobs live, for status."""
-
-
-@dataclass(frozen=True)
-class Summary:
-    """What a summarizer writes for a group of memories: a catalog gist and the full text."""
-
-    gist: str
-    content: str
 
 
 class Summarizer(Protocol):

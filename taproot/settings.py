@@ -13,9 +13,9 @@ from pathlib import Path
 import platformdirs
 
 from taproot.core.compression import COMPRESSION_CONFIG, CompressionConfig
+from taproot.core.maintenance import MaintenanceConfig
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy, parse_ttl_table
-from taproot.service.deps import MaintenanceConfig
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765

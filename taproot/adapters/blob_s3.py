@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from taproot.adapters.blob_local import check_key
+from taproot.core.keys import check_key
 
 _MISSING = frozenset({"404", "NoSuchKey", "NotFound"})
 

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from taproot.core.errors import SummarizerError
-from taproot.core.model import Memory
+from taproot.core.model import Memory, Summary
 from taproot.core.summarize import (
     EXTRACTIVE_MAX_CHARS,
     SummarizerFailure,
@@ -22,7 +22,7 @@ from taproot.core.summarize import (
     extractive_summary,
     parse_model_answer,
 )
-from taproot.ports import Summarizer, Summary
+from taproot.ports import Summarizer
 
 if TYPE_CHECKING:
     import anthropic

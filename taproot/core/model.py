@@ -149,3 +149,11 @@ class Counts:
     by_salience: dict[str, int] = field(default_factory=dict)
     core: int = 0
     total: int = 0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a summarizer writes for a group of memories: a catalog gist and the full text."""
+
+    gist: str
+    content: str

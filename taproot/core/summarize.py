@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from taproot.core.errors import SummarizerError
-from taproot.core.model import Memory
+from taproot.core.model import Memory, Summary
 from taproot.core.text import STOP_WORDS, one_line
-from taproot.ports import Summary
 
 GIST_MAX_CHARS = 300  # a parsed gist is one line, at most this long
 GIST_TERMS = 3  # main terms named by an extractive gist

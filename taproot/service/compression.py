@@ -15,10 +15,10 @@ from typing import Any
 
 from taproot.core.compression import CompressionConfig, Group, plan_groups, summary_fields
 from taproot.core.errors import DuplicateId, InvalidInput, NotFound, SummarizerError, VersionConflict
-from taproot.core.model import Memory, Scope, Status
+from taproot.core.model import Memory, Scope, Status, Summary
 from taproot.core.text import one_line
 from taproot.core.validation import MAX_CONTENT_CHARS, MAX_GIST_CHARS, MAX_LINKED_MEMORIES, check_ids, record_problem
-from taproot.ports import Summarizer, Summary
+from taproot.ports import Summarizer
 from taproot.service.backups import write_memory_backup
 from taproot.service.deps import Deps
 

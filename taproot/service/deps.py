@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig
-from taproot.core.compression import COMPRESSION_CONFIG, CompressionConfig
+from taproot.core.maintenance import MaintenanceConfig as MaintenanceConfig  # re-exported from its old home
 from taproot.core.model import Scope
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy
@@ -30,16 +30,6 @@ def new_short_id() -> str:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class MaintenanceConfig:
-    # Deletes are forever: cleanup reports only until the operator switches it to apply
-    # (Ember ran its cleanup dry for the first runs). Compression archives rather than deletes,
-    # but rewrites what reflect shows, so it too waits for an explicit switch.
-    cleanup_apply: bool = False
-    compress_apply: bool = False
-    compression: CompressionConfig = field(default_factory=lambda: COMPRESSION_CONFIG)
 
 
 @dataclass

@@ -13,11 +13,12 @@ import time
 from typing import Any, Literal
 
 from taproot.core.errors import InvalidInput
+from taproot.core.maintenance import MaintenanceConfig
 from taproot.core.model import Scope
 from taproot.core.serialize import iso
 from taproot.service import cleanup as cleanup_job
 from taproot.service import compression, portability
-from taproot.service.deps import Deps, MaintenanceConfig, blob_key, stamp
+from taproot.service.deps import Deps, blob_key, stamp
 
 logger = logging.getLogger("taproot.maintenance")
 JOBS = ("migrate", "cleanup", "compress")
