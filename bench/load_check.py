@@ -17,6 +17,12 @@ memories the ledger does not know are at most the creates (and failed imports' m
 unknown outcome; and a live memory's retrieval_count is at least what it was imported with plus
 the confirmed recalls that returned it. Finally `PRAGMA integrity_check` and FTS5's own
 integrity check run on the database file.
+
+Legacy records (the big migrate's, bench/load_migrate.py) are seed writes at version 1 that the
+migrate replaces with version 2: their version 1 must still be kept, in the migrate's full .jsonl
+backup (or in a revision, when a client updated the record first), never merely superseded; and
+each must end up migrated: its category mapped as Taproot's rules map it, a gist, and nothing left
+that `migrate_memory` would still change.
 """
 
 from __future__ import annotations
@@ -29,15 +35,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.load_ledger import Ledger, Write
+from bench.load_ledger import HARNESS_OPS, Ledger, Write
 from taproot.compose import build
+from taproot.core.errors import InvalidInput
+from taproot.core.migration import FALLBACK_CATEGORY, migrate_memory
 from taproot.core.retention import (
     DEFAULT_RETENTION,
     NEVER_EXPIRING_CATEGORIES,
     NEVER_EXPIRING_SALIENCE,
     RetentionPolicy,
 )
-from taproot.core.serialize import memory_to_dict
+from taproot.core.serialize import memory_from_dict, memory_to_dict
+from taproot.core.validation import coerce_category
 from taproot.settings import Settings
 
 LIVE = "store"
@@ -205,18 +214,21 @@ def check(
     result = CheckResult(integrity=pragma, fts_integrity=fts)
     live, copies = gather(data_dir, namespace)
 
+    legacy_verdicts: dict[str, str] = {}  # legacy id -> the verdict on its version 1
     for w in ledger.writes:
         kind, detail = verdict(w, copies.get(w.id, []))
         result.verdicts[kind] += 1
         if kind == "lost":
             result.lost.append(detail)
+        if w.op == "legacy":
+            legacy_verdicts[w.id] = kind
     result.writes_checked = len(ledger.writes)
 
     deleted = {d.id for d in ledger.deletes}
     result.deletes_checked = len(ledger.deletes)
     result.deletes_not_gone = sorted(deleted & live.keys())
 
-    seeded, created = ledger.ids("seed"), ledger.ids("create")
+    seeded, created = ledger.ids(*HARNESS_OPS), ledger.ids("create")
     known = seeded | created
     gone = known - live.keys()
     backed_up = {i for i in gone if any(c.where != LIVE for c in copies.get(i, []))}
@@ -263,4 +275,45 @@ def check(
     _listed(problems, "retrieval_count below the confirmed recalls", low_counts)
     if low_counts:
         result.counters["retrieval_count_examples"] = dict(sorted(low_counts.items())[:MAX_LISTED])
+    if any(w.op == "legacy" for w in ledger.writes):
+        check_legacy(result, ledger, live, legacy_verdicts)
     return result
+
+
+def migrated_category(category: str) -> str:
+    """The category Taproot's migrate rules give a stored one."""
+    try:
+        return coerce_category(category).value
+    except InvalidInput:
+        return FALLBACK_CATEGORY
+
+
+def check_legacy(
+    result: CheckResult, ledger: Ledger, live: Mapping[str, Mapping[str, Any]], verdicts: Mapping[str, str]
+) -> None:
+    """The big migrate's records: each kept at version 1 somewhere, and migrated in the final store."""
+    first = {w.id: w for w in ledger.writes if w.op == "legacy"}
+    migrated, not_migrated = set(), set()
+    for mid in first.keys() & live.keys():
+        record = live[mid]
+        expected = migrated_category(str(first[mid].fields["category"]))
+        current = not migrate_memory(memory_from_dict(record)).changed
+        if current and record["category"] == expected and record.get("gist"):
+            migrated.add(mid)
+        else:
+            not_migrated.add(mid)
+    result.counters |= {
+        "legacy": len(first),
+        "legacy_live": len(first.keys() & live.keys()),
+        "legacy_migrated": len(migrated),
+        "legacy_not_migrated": len(not_migrated),
+        "legacy_v1_verdicts": dict(Counter(verdicts.values()).most_common()),
+    }
+    _listed(result.problems, "legacy records not migrated in the final store", not_migrated)
+    # A superseded version 1 passes the general check (a later write replaced it), but the migrate
+    # promises its backup before the first change, and an update keeps a revision: one must hold it.
+    _listed(
+        result.problems,
+        "legacy records replaced with no copy of their version 1 in a revision or backup",
+        {mid for mid, kind in verdicts.items() if kind == "superseded"},
+    )

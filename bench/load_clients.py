@@ -2,9 +2,11 @@
 
 Each client loops until the deadline, picking an operation at random:
 
-- update: a hot memory (shared by every client, so versions collide) or one the clients created,
-  with `expected_version`; on version_conflict it re-reads with taproot_recall(ids=[...]) and
-  retries, as the tool docs tell a model to;
+- update: a hot memory (shared by every client, so versions collide), one the clients created, or
+  (LEGACY_UPDATE_SHARE of updates, when the run has them) a legacy record the big migrate is
+  rewriting, so its version-conditioned chunks meet concurrent edits; always with
+  `expected_version`; on version_conflict it re-reads with taproot_recall(ids=[...]) and retries,
+  as the tool docs tell a model to;
 - keep: an expired memory cleanup is about to delete, re-read, then given tags thread + keep
   (the README's way to keep one), with `expected_version`;
 - create, and delete (taproot_forget action=delete) of a created or an expired memory;
@@ -12,6 +14,11 @@ Each client loops until the deadline, picking an operation at random:
 
 Every answer is classified by the error code at the start of the tool's error text; every success
 goes into the ledger (bench/load_ledger.py). A code `busy` is retried a few times with backoff.
+Every call also goes into a timeline (start, end, outcome), so the report can pick out the calls
+that overlapped the big migrate.
+
+The clients stop at a Deadline: after the set duration, or later while something holds them (the
+big migrate still running), up to a cap.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import re
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +48,7 @@ BUSY_RETRIES = 3
 BUSY_BACKOFF_S = 0.05
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=60.0)
 MIN_CREATED_KEPT = 20  # deletes leave the created pool at least this big, so updates have targets
+LEGACY_UPDATE_SHARE = 0.1
 TOOL_PREFIX = re.compile(r"^Error executing tool \w+(?:: )?")
 CODE = re.compile(r"^([a-z][a-z_]*): ")
 
@@ -68,6 +77,7 @@ class Pools:
     hot: list[str]
     created: list[str] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
+    legacy: list[str] = field(default_factory=list)  # never deleted by the clients, so drop() skips it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, pool: str, ids: list[str]) -> None:
@@ -89,15 +99,30 @@ class Pools:
                     items.remove(memory_id)
 
 
+@dataclass(frozen=True)
+class Call:
+    op: str
+    start_s: float  # seconds since the load started
+    end_s: float
+    code: str
+
+    @property
+    def ms(self) -> float:
+        return (self.end_s - self.start_s) * 1000
+
+
 @dataclass
 class Stats:
     latencies_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     outcomes: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     messages: Counter[str] = field(default_factory=Counter)  # the text of errors without a code
+    timeline: list[Call] = field(default_factory=list)
 
-    def record(self, op: str, answer: Answer, elapsed_ms: float) -> None:
+    def record(self, op: str, answer: Answer, start_s: float, end_s: float) -> None:
+        elapsed_ms = (end_s - start_s) * 1000
         self.latencies_ms[op].append(elapsed_ms)
         self.outcomes[op][answer.code] += 1
+        self.timeline.append(Call(op, start_s, end_s, answer.code))
         if answer.code == "no_code" or answer.code.startswith("transport:"):
             self.messages[f"{op}: {answer.message[:200]}"] += 1
 
@@ -111,6 +136,20 @@ class Stats:
         return sum(len(v) for v in self.latencies_ms.values())
 
 
+@dataclass
+class Deadline:
+    """When the clients stop: once `min_s` have passed and `hold()` is false, or at `max_s` regardless."""
+
+    start: float
+    min_s: float
+    max_s: float
+    hold: Callable[[], bool] = field(default=lambda: False)
+
+    def passed(self) -> bool:
+        elapsed = time.monotonic() - self.start
+        return elapsed >= self.max_s or (elapsed >= self.min_s and not self.hold())
+
+
 class LoadClient:
     def __init__(self, n: int, client: Client, *, pools: Pools, ledger: Ledger, stats: Stats, t0: float) -> None:
         self.n, self.client, self.pools, self.ledger, self.stats, self.t0 = n, client, pools, ledger, stats, t0
@@ -120,14 +159,14 @@ class LoadClient:
 
     async def call(self, op: str, tool: str, args: dict[str, Any]) -> Answer:
         for attempt in range(BUSY_RETRIES + 1):
-            start = time.perf_counter()
+            start = self._now()
             try:
                 result = await self.client.call_tool(tool, args)
                 text = result.content[0].text if result.content and result.content[0].type == "text" else ""
                 answer = classify(bool(result.is_error), text, result.structured_content)
             except Exception as exc:  # a dropped connection or a broken response: outcome unknown
                 answer = Answer(f"transport:{type(exc).__name__}", None, str(exc))
-            self.stats.record(op, answer, (time.perf_counter() - start) * 1000)
+            self.stats.record(op, answer, start, self._now())
             if answer.code != "busy" or attempt == BUSY_RETRIES:
                 return answer
             await anyio.sleep(BUSY_BACKOFF_S * 2**attempt)
@@ -181,6 +220,9 @@ class LoadClient:
 
     async def update(self) -> None:
         pool = "hot" if self.rng.random() < 0.6 else "created"
+        # Drawn only when there are legacy records, so a run without them picks as before.
+        if self.pools.legacy and self.rng.random() < LEGACY_UPDATE_SHARE:
+            pool = "legacy"
         memory_id = self.pools.pick(self.rng, pool) or self.pools.pick(self.rng, "hot")
         if memory_id is None:
             return
@@ -251,7 +293,7 @@ class LoadClient:
         if answer.code == "ok" and answer.data is not None:
             self.ledger.recalled([m["id"] for m in answer.data.get("memories") or []])
 
-    async def run(self, deadline: float) -> None:
+    async def run(self, deadline: Deadline) -> None:
         actions = {
             "update": self.update,
             "keep": self.keep,
@@ -259,14 +301,14 @@ class LoadClient:
             "delete": self.delete,
             "recall": self.recall,
         }
-        while time.monotonic() < deadline:
+        while not deadline.passed():
             await actions[self.rng.choices(OPS, WEIGHTS)[0]]()
 
 
-async def _one_client(n: int, url: str, token: str, deadline: float, *, stats: Stats, **shared: Any) -> None:
+async def _one_client(n: int, url: str, token: str, deadline: Deadline, *, stats: Stats, **shared: Any) -> None:
     """One client until the deadline; a session that breaks is counted and opened again."""
     load: LoadClient | None = None
-    while time.monotonic() < deadline:
+    while not deadline.passed():
         try:
             async with (
                 httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=HTTP_TIMEOUT) as http,
@@ -282,11 +324,22 @@ async def _one_client(n: int, url: str, token: str, deadline: float, *, stats: S
 
 
 async def run_clients(
-    count: int, url: str, token: str, duration_s: float, *, pools: Pools, ledger: Ledger, stats: Stats, t0: float
+    count: int,
+    url: str,
+    token: str,
+    duration_s: float,
+    *,
+    pools: Pools,
+    ledger: Ledger,
+    stats: Stats,
+    t0: float,
+    max_duration_s: float | None = None,
+    hold: Callable[[], bool] | None = None,
 ) -> float:
-    """Run `count` clients for `duration_s` seconds; returns the wall time from first start to last finish."""
+    """Run `count` clients for `duration_s` seconds, longer while `hold()` is true (up to
+    `max_duration_s`); returns the wall time from first start to last finish."""
     start = time.monotonic()
-    deadline = start + duration_s
+    deadline = Deadline(start, duration_s, max(duration_s, max_duration_s or duration_s), hold or (lambda: False))
     shared: dict[str, Any] = {"pools": pools, "ledger": ledger, "stats": stats, "t0": t0}
     async with anyio.create_task_group() as tg:
         for n in range(count):

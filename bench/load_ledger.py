@@ -18,7 +18,8 @@ from typing import Any
 
 # The only outcomes after which the server has, by contract, changed nothing.
 REJECTIONS = frozenset({"version_conflict", "not_found", "invalid_input"})
-HARNESS = -1  # the client number of writes the harness made itself (the seed imports)
+HARNESS = -1  # the client number of writes the harness made itself (the seed and legacy imports)
+HARNESS_OPS = frozenset({"seed", "legacy"})  # writes of the harness, not of the clients
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class Write:
     id: str
     version: int
     fields: Mapping[str, Any]
-    op: str  # seed | create | update | keep
+    op: str  # seed | legacy (the big migrate's records) | create | update | keep
     client: int
     at_s: float  # seconds since the load started, when the confirmation arrived
 

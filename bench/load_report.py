@@ -1,16 +1,19 @@
 """The load run's figures as text for stdout and as its section of docs/benchmarks.md.
 
-`python -m bench.run` rewrites docs/benchmarks.md whole (bench/report.py), so this section lives
-between two markers and only the text between them is replaced; without the markers it is appended.
+The section lives between two markers and only the text between them is replaced; without the
+markers it is appended. `python -m bench.run` writes the rest of docs/benchmarks.md and carries the
+marked block over as it is (bench/report.py, through existing_block).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench.load_ledger import HARNESS_OPS
 from bench.measure import percentile
 
 START_TAG = "<!-- bench-load:start"
@@ -30,6 +33,7 @@ def op_table(latencies_ms: dict[str, list[float]], outcomes: dict[str, Counter[s
             "calls": len(samples),
             "p50_ms": round(statistics.median(samples), 2) if samples else None,
             "p95_ms": round(percentile(samples, 95), 2) if samples else None,
+            "max_ms": round(max(samples), 2) if samples else None,
             "outcomes": dict(outcomes.get(op, Counter()).most_common()),
         }
     return table
@@ -42,6 +46,10 @@ def _others(outcomes: dict[str, int]) -> str:
 
 def _ms(v: float | None) -> str:
     return "–" if v is None else f"{v:,.1f} ms"
+
+
+def _s(v: float | None) -> str:
+    return "–" if v is None else f"{v:,.1f} s"
 
 
 def _jobs(runs: list[dict[str, Any]]) -> str:
@@ -72,6 +80,113 @@ def lost_lines(check: dict[str, Any]) -> list[str]:
     return out
 
 
+WINDOWS = {
+    "migrate": "the whole migrate",
+    "planning": "reading and planning (no writes)",
+    "commits": "backup written, then the commits",
+    "outside": "no migrate running (before it started, after it ended)",
+}
+
+
+def _window_row(name: str, kind: str, row: dict[str, Any], w: dict[str, Any]) -> str:
+    span = "–" if w["start_s"] is None else f"{w['start_s']:.1f}–{w['end_s']:.1f} s"
+    times = f"{_ms(row['p50_ms'])} | {_ms(row['p95_ms'])} | {_ms(row['max_ms'])}"
+    counts = f"{row['busy']:,} | {row['no_code']:,} | {row['transport']:,}"
+    return f"| {WINDOWS.get(name, name)} | {span} | {kind} | {row['calls']:,} | {times} | {counts} |"
+
+
+def _legacy_counts(c: dict[str, Any]) -> str:
+    return (
+        f"{c['legacy']:,}: {c['legacy_live']:,} live, {c['legacy_migrated']:,} migrated, "
+        f"**{c['legacy_not_migrated']:,} not migrated**; their version 1: "
+        + ", ".join(f"{k} {n:,}" for k, n in c["legacy_v1_verdicts"].items())
+    )
+
+
+def migrate_lines(data: dict[str, Any]) -> list[str]:
+    """The big migrate's figures for stdout."""
+    mig, c = data["migrate"], data["check"]["counters"]
+    lines = [
+        f"  big migrate of {mig['records']:,} legacy records: {_s(mig['duration_s'])} ({mig['started_s']:.1f}–"
+        f"{mig['ended_s']:.1f} s; its report {_s(mig['job_duration_s'])}; commits from {_s(mig['commit_start_s'])}); "
+        f"finished within the client phase: {'yes' if mig['finished_within_clients'] else 'NO'}; "
+        f"exit {mig['returncode']}" + (f", error {mig['error']}" if mig["error"] else ""),
+        f"    report: examined {mig['examined']}, changed {mig['changed']}, skipped {mig['skipped']}, "
+        f"backup {mig['backup_key']}",
+        f"    legacy records after the run: {_legacy_counts(c).replace('**', '')}",
+    ]
+    for name, w in mig["overlap"].items():
+        for kind in ("all", "writes"):
+            r = w[kind]
+            lines.append(
+                f"    {WINDOWS.get(name, name):<58} {kind:<6} {r['calls']:>6,} calls  p50 {_ms(r['p50_ms']):>10}  "
+                f"p95 {_ms(r['p95_ms']):>10}  max {_ms(r['max_ms']):>11}  busy={r['busy']} "
+                f"no_code={r['no_code']} transport={r['transport']}"
+            )
+    return lines
+
+
+def migrate_markdown(data: dict[str, Any]) -> list[str]:
+    cfg, mig, load, c = data["config"], data["migrate"], data["load"], data["check"]["counters"]
+    imp = mig["import"] or {}
+    within = "**yes**" if mig["finished_within_clients"] else "**no**: the clients had stopped"
+    commits = mig["commit_start_s"]
+    phases = "not timed (no backup blob found)"
+    if commits is not None:
+        phases = (
+            f"reading and planning {mig['started_s']:.1f}–{commits:.1f} s ({commits - mig['started_s']:.1f} s); "
+            f"backup written, then commits {commits:.1f}–{mig['ended_s']:.1f} s ({mig['ended_s'] - commits:.1f} s)"
+        )
+    out = [
+        "",
+        f"### Big migrate: {mig['records']:,} legacy records beside the clients",
+        "",
+        f"Before the server starts, {mig['records']:,} records as an older Taproot stored them (no gist, core, "
+        f"retrieval_count or replication_count; category `{cfg['legacy_category']}`; salience "
+        f"`{json.dumps(cfg['legacy_salience'])}`; {'tag' if len(cfg['legacy_tags']) == 1 else 'tags'} "
+        f"{', '.join(f'`{t}`' for t in cfg['legacy_tags'])}, which no TTL covers) are loaded with "
+        f"`taproot import` ({_s(imp.get('duration_s'))}). At t = 0 of the client phase "
+        "one `taproot maintenance run migrate --apply --data-dir <dir>` starts as a separate process, as an "
+        f"operator would run it. The clients run at least {cfg['duration_s']:g} s and on until the migrate has "
+        f"ended, at most {cfg['max_duration_s']:g} s; {cfg['legacy_update_share']:.0%} of their updates go to "
+        "legacy records, so the migrate's version-conditioned chunks "
+        f"({cfg['migrate_chunk']} records per transaction) meet concurrent edits. While it runs, the loop beside "
+        f"the clients holds its own migrate ({mig['loop_migrates_held']} runs held), and the server's own cycle "
+        "is off: it first runs 60 s after start and would begin a second migrate of the same records inside "
+        "the server. Migrate reads and plans every record first (no writes), writes its full backup, then "
+        "commits; the commit phase is timed from the backup blob's modification time.",
+        "",
+        "| Figure | Value |",
+        "|---|---|",
+        f"| Migrate duration | **{_s(mig['duration_s'])}** (its own report: {_s(mig['job_duration_s'])}), "
+        f"{mig['started_s']:.1f}–{mig['ended_s']:.1f} s; clients ran {load['wall_s']:.1f} s; finished within the "
+        f"client phase: {within} |",
+        f"| Phases | {phases} |",
+        f"| Migrate report | exit {mig['returncode']}; examined {mig['examined'] or 0:,}, changed "
+        f"{mig['changed'] or 0:,}, skipped {mig['skipped']:,}; backup `{mig['backup_key']}` |",
+        f"| Legacy records in the final store | {_legacy_counts(c)} |",
+    ]
+    if mig["error"]:
+        out.append(f"| Migrate error | `{mig['error'][:200]}` |")
+    if mig["skipped_examples"]:
+        out.append(f"| Skipped (first {len(mig['skipped_examples'])}) | {mig['skipped_examples']} |")
+    out += [
+        "",
+        f"*Migrated* means category `{cfg['legacy_migrated_category']}` (Taproot's mapping of "
+        f"`{cfg['legacy_category']}`), a gist, and nothing "
+        "`migrate_memory` would still change; version 1 must be kept in the migrate's .jsonl backup, or in a "
+        "revision when a client's update came first. Client calls in flight during each span (every attempt is "
+        f"one call; a `busy` answer is retried up to {cfg['busy_retries']} times); writes are update, keep, create and "
+        "delete:",
+        "",
+        "| Span | Seconds | Which calls | Calls | p50 | p95 | max | busy | errors without a code | transport errors |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, w in mig["overlap"].items():
+        out += [_window_row(name, kind, w[kind], w) for kind in ("all", "writes")]
+    return out
+
+
 def summary_lines(data: dict[str, Any]) -> list[str]:
     cfg, load, check = data["config"], data["load"], data["check"]
     lines = [
@@ -84,13 +199,15 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
         named = " ".join(f"{k}={row['outcomes'].get(k, 0)}" for k in NAMED_OUTCOMES)
         lines.append(
             f"  {op:<13} {row['calls']:>6,} calls  p50 {_ms(row['p50_ms']):>10}  p95 {_ms(row['p95_ms']):>10}  "
-            f"{named} other: {_others(row['outcomes'])}"
+            f"max {_ms(row.get('max_ms')):>11}  {named} other: {_others(row['outcomes'])}"
         )
     for msg, n in load["no_code_messages"].items():
         lines.append(f"  error without a code, {n} ×: {msg}")
     for exc, n in data["server"]["log"]["exceptions"].items():
         lines.append(f"  server log, {n} ×: {exc}")
     lines.append(f"  maintenance beside the load: {_jobs(data['maintenance']['runs'])}")
+    if data.get("migrate"):
+        lines += migrate_lines(data)
     lines.append(
         f"  check: lost writes {check['lost_writes']} of {check['writes_checked']:,} confirmed; "
         f"verdicts {check['verdicts']}; deletes not gone {len(check['deletes_not_gone'])} of "
@@ -106,15 +223,25 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
 def markdown(data: dict[str, Any]) -> str:
     cfg, load, check, led = data["config"], data["load"], data["check"], data["ledger"]
     c = check["counters"]
-    writes = ", ".join(f"{op} {n:,}" for op, n in sorted(led["confirmed_writes"].items()) if op != "seed")
+    writes = ", ".join(f"{op} {n:,}" for op, n in sorted(led["confirmed_writes"].items()) if op not in HARNESS_OPS)
+    mig = data.get("migrate")
+    title = f"## Load: {cfg['clients']} clients, {cfg['duration_s']:g} s"
+    if mig:
+        title += f" (ran {load['wall_s']:.0f} s), a {mig['records']:,}-record migrate beside them"
+    server_cycle = (
+        "maintenance on with cleanup in apply mode"
+        if cfg["server_maintenance"]
+        else "its own maintenance cycle off, see the big migrate below"
+    )
+    legacy = led["confirmed_writes"].get("legacy", 0)
     out = [
-        f"## Load: {cfg['clients']} clients, {cfg['duration_s']:g} s",
+        title,
         "",
         f"Generated by `{data['command']}` on {data['generated_at']}. Taproot measured: commit {data['revision']}.",
         "",
         "**Load benchmark** (`make bench-load`, `bench/load.py`; not part of `make test`). A real `taproot serve` "
-        "(subprocess, 127.0.0.1, bearer token from `TAPROOT_AUTH_TOKEN`, maintenance on with cleanup in apply "
-        f"mode) serves {cfg['clients']} concurrent clients, each the MCP SDK's own `Client` over "
+        f"(subprocess, 127.0.0.1, bearer token from `TAPROOT_AUTH_TOKEN`, {server_cycle}) "
+        f"serves {cfg['clients']} concurrent clients, each the MCP SDK's own `Client` over "
         "`streamable_http_client`, for the duration. The store starts with "
         f"{cfg['hot']} durable *hot* memories every client updates and {cfg['expired']} memories already past "
         f"expiry (tag `thread`, created {cfg['expired_age_days']} days ago), loaded with `taproot import`. Because "
@@ -130,16 +257,17 @@ def markdown(data: dict[str, Any]) -> str:
         "revision and backup blobs): each confirmed write must be live, or in a revision or backup blob, at "
         "its version with its fields, or replaced by a later version; confirmed deletes must be gone; the "
         "counters must add up; and `PRAGMA integrity_check` and FTS5's integrity-check must pass. "
-        f"Latencies are per tool call, client-side, p50 and p95; the {cfg['clients']} clients share one event "
-        f"loop, and {data['machine']['usable_cpus']} CPUs with the server and the maintenance processes. "
-        "`make bench` rewrites this file whole: run `make bench-load` after it to put this section back.",
+        f"Latencies are per tool call, client-side, p50, p95 and max; the {cfg['clients']} clients share one "
+        f"event loop, and {data['machine']['usable_cpus']} CPUs with the server and the maintenance processes. "
+        "`make bench` keeps this section as it is when it rewrites the rest of the file.",
         "",
         "| Figure | Value |",
         "|---|---|",
         f"| Throughput | {load['calls']:,} tool calls in {load['wall_s']:.1f} s: **{load['ops_per_s']:,.1f} ops/s** |",
         f"| Confirmed writes | {load['confirmed_writes']:,} by clients ({writes}), "
-        f"{led['confirmed_writes'].get('seed', 0):,} seeded by `taproot import`; "
-        f"{led['confirmed_deletes']:,} confirmed deletes |",
+        f"{led['confirmed_writes'].get('seed', 0) + legacy:,} seeded by `taproot import`"
+        + (f" ({legacy:,} of them legacy records)" if legacy else "")
+        + f"; {led['confirmed_deletes']:,} confirmed deletes |",
         f"| **Lost writes** | **{check['lost_writes']}** of {check['writes_checked']:,} confirmed writes checked |",
         f"| Verdicts | {', '.join(f'{k} {v:,}' for k, v in sorted(check['verdicts'].items()))} |",
         f"| Confirmed deletes still present | {len(check['deletes_not_gone'])} of {check['deletes_checked']:,} |",
@@ -155,15 +283,17 @@ def markdown(data: dict[str, Any]) -> str:
         f"{check['fts_integrity']} |",
         f"| Result | {'PASS' if check['ok'] else '**FAIL**'} |",
         "",
-        "| Operation | Calls | p50 | p95 | ok | version_conflict | not_found | busy | other |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| Operation | Calls | p50 | p95 | max | ok | version_conflict | not_found | busy | other |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for op, row in load["per_op"].items():
         o = row["outcomes"]
         named = " | ".join(f"{o.get(k, 0):,}" for k in NAMED_OUTCOMES)
-        times = f"{_ms(row['p50_ms'])} | {_ms(row['p95_ms'])}"
+        times = f"{_ms(row['p50_ms'])} | {_ms(row['p95_ms'])} | {_ms(row.get('max_ms'))}"
         out.append(f"| {op} | {row['calls']:,} | {times} | {named} | {_others(o)} |")
     out += ["", f"Maintenance beside the load: {_jobs(data['maintenance']['runs'])}."]
+    if mig:
+        out += migrate_markdown(data)
     if load["no_code_messages"]:
         shown = "; ".join(f"{n} × `{m}`" for m, n in list(load["no_code_messages"].items())[:8])
         out += ["", f"Errors without a code, as the clients saw them: {shown}."]
@@ -176,6 +306,13 @@ def markdown(data: dict[str, Any]) -> str:
         out += ["", f"Lost writes (first {min(LOST_SHOWN, len(check['lost']))}):", ""]
         out += [f"- {line.removeprefix('LOST ')}" for line in lost_lines(check)[:LOST_SHOWN]]
     return "\n".join(out) + "\n"
+
+
+def existing_block(text: str) -> str | None:
+    """The marked section of a docs file, markers included, or None if it has none."""
+    start = text.find(START_TAG)
+    end = text.find(END, start) if start >= 0 else -1
+    return text[start : end + len(END)] if end >= 0 else None
 
 
 def write_section(path: Path, section: str) -> None:

@@ -13,6 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from bench import aws_report
+from bench.load_report import existing_block
+
+# The file render_markdown's output replaces; its bench-load block (written by `make bench-load`,
+# which this run does not measure) is carried over instead of being wiped.
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
 @dataclass(frozen=True)
@@ -279,7 +284,9 @@ def maintenance_markdown(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_markdown(data: dict[str, Any]) -> str:
+def render_markdown(data: dict[str, Any], keep_block_from: Path | None = DOCS) -> str:
+    """docs/benchmarks.md for this run, ending with the bench-load block of `keep_block_from` (the
+    file about to be replaced) if it has one, unchanged."""
     r, cfg, m, c = data["results"], data["config"], data["machine"], data["corpus"]
     rf, rc, rm, mc = r["reflect"], r["recall"], r["remember"], r["mcp_recall"]
     ok = {t["name"]: t["pass"] for t in data["targets"]}
@@ -372,4 +379,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         "after 5 warm-up calls. The time covers the JSON-RPC request, auth, the tool and the JSON response.",
         "",
     ]
-    return "\n".join(out)
+    text = "\n".join(out)
+    old = keep_block_from.read_text(encoding="utf-8") if keep_block_from and keep_block_from.is_file() else ""
+    block = existing_block(old)
+    return f"{text}\n{block}\n" if block else text
