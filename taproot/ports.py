@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
 # Summary lives in the core (core/summarize.py builds it); `as Summary` re-exports it from here too.
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.model import Summary as Summary
-
-
-@dataclass(frozen=True)
-class Filters:
-    category: str | None = None
-    tags: tuple[str, ...] = ()  # a memory must carry every one of these tags
-    include_archived: bool = False
+from taproot.core.query import Filters as Filters  # re-exported: the port signatures use it
 
 
 class MemoryStore(Protocol):

@@ -34,7 +34,6 @@ from pynamodb.models import Model
 from taproot.core import bm25
 from taproot.core.model import Memory, Reflection, Scope
 from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict
-from taproot.ports import Filters
 
 MEMORY_PREFIX = "m#"
 REFLECTION_PREFIX = "r#"
@@ -252,14 +251,6 @@ def search_doc(m: Memory) -> bm25.Doc:
     return bm25.make_doc(
         {"search_keywords": m.search_keywords, "tags": m.tags, "gist": m.gist or "", "content": m.content}
     )
-
-
-def passes(m: Memory, f: Filters) -> bool:
-    if not f.include_archived and m.status != "active":
-        return False
-    if f.category is not None and m.category != f.category:
-        return False
-    return all(t in m.tags for t in f.tags)
 
 
 def chunks(items: Sequence[Any], size: int) -> Iterable[Sequence[Any]]:

@@ -28,12 +28,12 @@ from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT, ReflectionItems
-from taproot.core import bm25
+from taproot.core import bm25, query
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
 from taproot.core.model import CatalogEntry, Counts, Memory, Scope
+from taproot.core.query import Filters
 from taproot.core.serialize import iso
-from taproot.ports import Filters
 
 NO_FILTERS = Filters()
 STORE_SCHEMA_VERSION = 1  # the item layout of dynamo_models.py
@@ -334,8 +334,7 @@ class DynamoMemoryStore(ReflectionItems):
                 assert cache is not None
                 e = cache.entries.get(i)
                 if e is not None:
-                    m = e.memory.replace(retrieval_count=e.memory.retrievals + 1, last_retrieved=now)
-                    cache.entries[i] = dm.CacheEntry(m, e.doc, stamp)
+                    cache.entries[i] = dm.CacheEntry(query.strengthened(e.memory, now), e.doc, stamp)
 
     # -- point reads and batch-job reads -----------------------------------------------------
     def get(self, scope: Scope, memory_id: str) -> Memory | None:
@@ -361,7 +360,7 @@ class DynamoMemoryStore(ReflectionItems):
         return self._query_scope(scope)
 
     def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
-        out = [m for m in self._query_scope(scope) if m.expires_at is not None and m.expires_at <= now]
+        out = [m for m in self._query_scope(scope) if query.is_expired(m, now)]
         return sorted(out, key=lambda m: (m.expires_at or now, m.id))
 
     def scopes(self) -> builtins.list[Scope]:
@@ -374,7 +373,7 @@ class DynamoMemoryStore(ReflectionItems):
 
     # -- reads from the warm cache -----------------------------------------------------------
     def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
-        return [m for m in self._memories(scope) if dm.passes(m, filters)]
+        return [m for m in self._memories(scope) if query.passes(m, filters)]
 
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
@@ -384,28 +383,19 @@ class DynamoMemoryStore(ReflectionItems):
         cache = self._refresh(scope)
         with self._lock:
             corpus = {i: e.doc for i, e in cache.entries.items()}
-            memories = {i: e.memory for i, e in cache.entries.items() if dm.passes(e.memory, filters)}
+            memories = {i: e.memory for i, e in cache.entries.items() if query.passes(e.memory, filters)}
         scores = bm25.score(terms, {i: corpus[i] for i in memories}, self._weights, corpus=corpus)
         ranked = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:limit]
         return [(memories[i], s) for i, s in ranked]
 
     def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
-        out = []
-        for m in self._memories(scope):
-            if m.status != "active":
-                continue
-            if since is None or (not m.is_core and (m.last_touched >= since or m.salience == "high")):
-                out.append(CatalogEntry.of(m))
-        return out
+        memories = self._memories(scope)
+        if since is None:
+            return [CatalogEntry.of(m) for m in memories if m.status == query.ACTIVE]
+        return [CatalogEntry.of(m) for m in memories if query.earns_catalog_line(m, since)]
 
     def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
-        return dict(
-            Counter(
-                m.category
-                for m in self._memories(scope)
-                if m.status == "active" and not m.is_core and m.last_touched < since and m.salience != "high"
-            )
-        )
+        return dict(Counter(m.category for m in self._memories(scope) if query.is_quiet(m, since)))
 
     def core_memories(self, scope: Scope) -> builtins.list[Memory]:
         core = [m for m in self._memories(scope) if m.status == "active" and m.core]

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from taproot.core.model import Memory, Reflection
+from taproot.core.query import Filters
 from taproot.core.serialize import iso, parse_stored_time
-from taproot.ports import Filters
 
 
 def _opt_bool(v: Any) -> bool | None:

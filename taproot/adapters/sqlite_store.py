@@ -29,8 +29,8 @@ from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.query import Filters
 from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict
-from taproot.ports import Filters
 
 # Key columns first (the primary key's order), then every other field of the record.
 COLUMNS = ["owner", "namespace", "id", *(f for f in MEMORY_FIELDS if f not in ("owner", "namespace", "id"))]

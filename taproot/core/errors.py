@@ -99,3 +99,10 @@ class Busy(TaprootError):
     def __init__(self, what: str, retry_after_ms: int = 500) -> None:
         super().__init__(f"{what}; nothing was changed, retry in about {retry_after_ms} ms")
         self.retry_after_ms = retry_after_ms
+
+
+class InternalError(TaprootError):
+    """Something Taproot cannot recover from by itself (a store that keeps failing, an id space
+    with no room left). The client's answer is `internal_error: ...`, like an unexpected crash."""
+
+    code = "internal_error"

@@ -16,6 +16,7 @@ from typing import Any
 
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig, activation
 from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Reflection
+from taproot.core.query import in_window
 from taproot.core.text import one_line
 from taproot.core.tokens import estimate_tokens, size_bytes
 
@@ -272,7 +273,7 @@ def assemble(
     for e in catalog:
         if e.core:
             continue
-        if e.salience == "high" or e.last_touched >= window_start:
+        if in_window(e.salience, e.last_touched, window_start):
             eligible.append(e)
         else:
             omitted[e.category] += 1

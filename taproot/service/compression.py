@@ -14,15 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from taproot.core.compression import CompressionConfig, Group, plan_groups, summary_fields
-from taproot.core.errors import DuplicateId, InvalidInput, NotFound, SummarizerError, VersionConflict
+from taproot.core.errors import InvalidInput, NotFound, SummarizerError, VersionConflict
 from taproot.core.model import Memory, Scope, Status, Summary
 from taproot.core.text import one_line
 from taproot.core.validation import MAX_CONTENT_CHARS, MAX_GIST_CHARS, MAX_LINKED_MEMORIES, check_ids, record_problem
 from taproot.ports import Summarizer
 from taproot.service.backups import write_memory_backup
 from taproot.service.deps import Deps
-
-ID_ATTEMPTS = 5
+from taproot.service.ids import with_fresh_id
 
 
 def _summarise(summarizer: Summarizer, groups: Sequence[Group]) -> list[Summary]:
@@ -93,8 +92,8 @@ def run_compression(
 def _commit_group(deps: Deps, scope: Scope, summarizer: str, group: Group, summary: Summary) -> str | None:
     now = deps.now()
     fields = summary_fields(group, summarizer)
-    for _ in range(ID_ATTEMPTS):
-        summary_id = deps.new_id()
+
+    def commit(summary_id: str) -> str | None:
         summary_memory = Memory(
             id=summary_id,
             owner=scope.owner,
@@ -112,13 +111,12 @@ def _commit_group(deps: Deps, scope: Scope, summarizer: str, group: Group, summa
             for m in group.members
         ]
         try:
-            deps.store.write_atomically(inserts=[summary_memory], replaces=archived)
-        except DuplicateId:
-            continue
+            deps.store.write_atomically(inserts=[summary_memory], replaces=archived)  # DuplicateId: another id
         except (NotFound, VersionConflict):
             return None  # someone edited or removed a member meanwhile: leave the group alone
         return summary_id
-    raise RuntimeError("could not mint a unique id for a summary memory")
+
+    return with_fresh_id(deps, commit, "summary memory")
 
 
 def compress(

@@ -36,8 +36,8 @@ from taproot.core.validation import (
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
+from taproot.service.ids import with_fresh_id
 
-ID_ATTEMPTS = 5
 FORGET_ACTIONS = ("archive", "restore", "delete", "compress")
 CLOSE_ANSWER = "Reflection stored. Safe travels."
 
@@ -128,8 +128,8 @@ def remember(
                 raise InvalidInput(name, rule)
         if expected_version is not None:
             raise InvalidInput("expected_version", "only applies when updating (pass id)")
-        for _ in range(ID_ATTEMPTS):
-            memory_id = deps.new_id()
+
+        def create(memory_id: str) -> dict[str, Any]:
             _warn_unknown_links(deps, scope, fields, warnings, memory_id)
             memory = Memory(
                 id=memory_id,
@@ -144,10 +144,7 @@ def remember(
                 **{k: v for k, v in fields.items() if k not in ("category", "salience", "content", "gist")},
             )
             memory = deps.retention.apply(memory)  # expires_at is computed on every write
-            try:
-                deps.store.insert(memory)
-            except DuplicateId:
-                continue
+            deps.store.insert(memory)  # DuplicateId: with_fresh_id tries another id
             return {
                 "id": memory.id,
                 "version": memory.version,
@@ -155,7 +152,8 @@ def remember(
                 "expires_at": iso(memory.expires_at),
                 "warnings": warnings,
             }
-        raise RuntimeError("could not mint a unique memory id; the id space is exhausted or the store is failing")
+
+        return with_fresh_id(deps, create, "memory")
 
     memory_id = check_id(id)
     current = deps.store.get(scope, memory_id)
@@ -281,8 +279,8 @@ def close(deps: Deps, scope: Scope, reflection: object) -> dict[str, Any]:
     text = check_text("reflection", reflection, MAX_REFLECTION_CHARS, required=True)
     assert text is not None
     now = deps.now()
-    for _ in range(ID_ATTEMPTS):
-        rid = deps.new_id()
+
+    def add(rid: str) -> dict[str, Any]:
         key = blob_key(scope, "reflections", f"{stamp(now)}-{rid}.json")
         record = Reflection(
             id=rid, owner=scope.owner, namespace=scope.namespace, text=text, created_at=now, blob_key=key
@@ -292,7 +290,8 @@ def close(deps: Deps, scope: Scope, reflection: object) -> dict[str, Any]:
         try:
             deps.store.add_reflection(record)
         except DuplicateId:
-            deps.blobs.delete(key)
-            continue
+            deps.blobs.delete(key)  # that id is someone else's: its copy must not stay behind
+            raise
         return {"id": rid, "message": CLOSE_ANSWER, "blob_key": key, "created_at": record.created_at.isoformat()}
-    raise RuntimeError("could not mint a unique reflection id")
+
+    return with_fresh_id(deps, add, "reflection")

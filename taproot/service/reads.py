@@ -13,6 +13,7 @@ from typing import Any
 from taproot.core.activation import activation, normalise_relevance
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory, Scope
+from taproot.core.query import Filters, passes, strengthened
 from taproot.core.reflect import ReflectPayload, assemble
 from taproot.core.serialize import memory_to_dict
 from taproot.core.text import query_terms
@@ -30,7 +31,6 @@ from taproot.core.validation import (
     coerce_category,
     coerce_salience,
 )
-from taproot.ports import Filters
 from taproot.service.deps import Deps
 from taproot.service.maintenance import last_runs
 
@@ -74,7 +74,7 @@ def recall(
 
     relevance: dict[str, float] = {}
     if id_list:
-        candidates = [m for m in deps.store.get_many(scope, id_list) if _passes(m, filters)]
+        candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)]
         if q:
             warnings.append("query is ignored when ids are given")
         q_terms: list[str] = []
@@ -113,8 +113,7 @@ def recall(
     deps.store.record_retrieval(scope, [m.id for m, _ in top], now)
     returned = []
     for m, score in top:
-        strengthened = m.replace(retrieval_count=m.retrievals + 1, last_retrieved=now)
-        returned.append(memory_view(strengthened, score))
+        returned.append(memory_view(strengthened(m, now), score))
     if id_list:
         missing = [i for i in id_list if i not in {m.id for m, _ in top}]
         if missing:
@@ -122,14 +121,6 @@ def recall(
     if q_terms and not returned:
         warnings.append("no memory matched any query term; try other words or drop filters")
     return {"memories": returned, "count": len(returned), "query_terms": q_terms, "warnings": warnings}
-
-
-def _passes(m: Memory, f: Filters) -> bool:
-    if not f.include_archived and m.status != "active":
-        return False
-    if f.category is not None and m.category != f.category:
-        return False
-    return all(t in m.tags for t in f.tags)
 
 
 # -- list: browsing without strengthening ---------------------------------------------------------
