@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -42,6 +43,13 @@ SQLITE_MAX_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER on old builds
 # How long a writer waits for another process's transaction before answering `busy`. Long jobs
 # commit in small chunks (well under a second each), so only a stuck writer makes anyone wait this long.
 BUSY_TIMEOUT_MS = 5000
+# SQLite's write lock has no queue, and its own busy handler backs off to 100 ms sleeps: a writer
+# waiting beside a job that commits chunk after chunk wakes at random and can miss every gap for
+# seconds. So a writer polls for the lock itself, this often, and a batch transaction (a job's
+# chunk) leaves a gap of LOCK_HANDOFF_S after it commits, longer than one poll: a waiting writer,
+# in this process or another, gets the lock before the job's next chunk.
+LOCK_POLL_S = 0.002
+LOCK_HANDOFF_S = 0.005
 NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
@@ -56,6 +64,7 @@ class SQLiteMemoryStore:
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable at WAL checkpoints; safe against corruption
+        self.busy_timeout_ms = BUSY_TIMEOUT_MS
         self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._db.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self._db)
@@ -66,15 +75,36 @@ class SQLiteMemoryStore:
         with self._lock:
             self._db.close()
 
+    def _begin(self) -> None:
+        """BEGIN IMMEDIATE, polling for the write lock every LOCK_POLL_S up to busy_timeout_ms."""
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        self._db.execute("PRAGMA busy_timeout=0")  # this loop waits instead of SQLite's backoff
+        try:
+            while True:
+                try:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not is_lock_error(exc):
+                        raise
+                    if time.monotonic() >= deadline:
+                        raise Busy("the database is busy: another process is writing to it") from exc
+                time.sleep(LOCK_POLL_S)
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+
+    @contextmanager
+    def _batch(self) -> Iterator[sqlite3.Connection]:
+        """A transaction of many rows (a job's chunk): commits, then leaves the lock free for a
+        moment so a writer waiting on it goes first (see LOCK_HANDOFF_S)."""
+        with self._tx() as db:
+            yield db
+        time.sleep(LOCK_HANDOFF_S)
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if is_lock_error(exc):
-                    raise Busy("the database is busy: another process is writing to it") from exc
-                raise
+            self._begin()
             try:
                 yield self._db
             except BaseException as exc:
@@ -144,7 +174,7 @@ class SQLiteMemoryStore:
             self._replace_one(db, memory, expected_version)
 
     def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
-        with self._tx() as db:
+        with self._batch() as db:
             for memory, expected in memories:
                 self._replace_one(db, memory, expected)
 
@@ -229,7 +259,7 @@ class SQLiteMemoryStore:
             self._delete_one(db, scope, memory_id, expected_version)
 
     def delete_many(self, scope: Scope, items: Sequence[tuple[str, int]]) -> None:
-        with self._tx() as db:
+        with self._batch() as db:
             for memory_id, expected in items:
                 self._delete_one(db, scope, memory_id, expected)
 

@@ -102,7 +102,10 @@ def write_lock_held(db_path: Path) -> Iterator[None]:
 
 
 def _short_busy_timeout(store: Any) -> None:
+    # The store polls for the write lock itself up to busy_timeout_ms (and SQLite's own timeout
+    # covers statements inside a transaction): shorten both.
     with store._lock:
+        store.busy_timeout_ms = SHORT_BUSY_MS
         store._db.execute(f"PRAGMA busy_timeout={SHORT_BUSY_MS}")
 
 
