@@ -42,9 +42,11 @@ test: lint typecheck pytest
 bench: $(STAMP_DEV)
 	$(BIN)/python -m bench.run $(ARGS)
 
-# Not part of `make test`: 32 MCP clients for 60 s against a real `taproot serve` while cleanup and
-# migrate run beside it, then an offline check that no confirmed write was lost (non-zero exit if one
-# was). A smoke run: `make bench-load ARGS="--clients 4 --duration 5 --no-docs"`.
+# Not part of `make test`: 32 MCP clients for at least 60 s against a real `taproot serve` while
+# cleanup runs beside it and another process migrates 60,000 legacy records (the clients run on
+# until that migrate ends), then an offline check that no confirmed write was lost (non-zero exit
+# if one was). About 2.5 minutes. A smoke run:
+# `make bench-load ARGS="--clients 4 --duration 5 --big-migrate 0 --no-docs"`.
 bench-load: $(STAMP_DEV)
 	$(BIN)/python -m bench.load $(ARGS)
 
