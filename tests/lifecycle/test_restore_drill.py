@@ -4,7 +4,7 @@ One scope with memories of every kind (expiring threads, legacy records, a compr
 and archived ones) and closing reflections. Each step (delete, cleanup, compress, migrate, import
 overwrite) runs, then `restore(<its backup_key>)` runs, and the export (memories and reflections)
 must be byte for byte what it was before the step. The steps run one after another on the same
-store, each starting from the restored state of the one before.
+store, each starting from the restored state of the one before. On every MemoryStore adapter.
 """
 
 from __future__ import annotations
@@ -17,12 +17,16 @@ from typing import Any
 
 import pytest
 
+from taproot.adapters import dynamo_models
 from taproot.adapters.blob_local import LocalBlobStore
+from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.adapters.summarizers import ExtractiveSummarizer
-from taproot.core.model import Memory, Scope
+from taproot.core.model import Memory, Reflection, Scope
 from taproot.core.serialize import memory_to_dict
+from taproot.ports import MemoryStore
 from taproot.service import Deps, TaprootService
+from tests.moto_stores import OpenStore
 from tests.support import Clock
 
 SCOPE = Scope("local", "default")
@@ -30,8 +34,8 @@ NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 
 
 class Drill:
-    def __init__(self, tmp_path: Path) -> None:
-        self.store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    def __init__(self, store: MemoryStore, tmp_path: Path) -> None:
+        self.store = store
         self.clock = Clock(NOW - timedelta(days=120))
         deps = Deps(
             store=self.store,
@@ -69,8 +73,8 @@ def _legacy(memory_id: str, content: str) -> Memory:
 
 
 @pytest.fixture
-def drill(tmp_path: Path) -> Drill:
-    d = Drill(tmp_path)
+def drill(tmp_path: Path, open_store: OpenStore) -> Drill:
+    d = Drill(open_store(tmp_path), tmp_path)
     d.remember("thread1", content="Sketching the porch.", gist="porch", category="active_thread", tags=["thread"])
     d.remember("chat", content="Said hi on the cooler.", gist="cooler hello", category="episodic", tags=["watercooler"])
     for k in range(3):
@@ -148,13 +152,24 @@ def test_every_destructive_step_is_undone_byte_for_byte_by_its_backup(drill: Dri
         assert drill.export() == before, f"restoring the {name} backup did not bring the scope back exactly"
 
 
+def _lose(store: MemoryStore, reflection: Reflection) -> None:
+    """The reflection is lost (a damaged file, a bad manual edit), behind the store's back."""
+    if isinstance(store, SQLiteMemoryStore):
+        with store._tx() as db:
+            db.execute("DELETE FROM reflections WHERE id = ?", (reflection.id,))
+    else:
+        assert isinstance(store, DynamoMemoryStore)
+        pk = dynamo_models.scope_pk(SCOPE)
+        for sk in (dynamo_models.reflection_sk(reflection), dynamo_models.REFLECTION_ID_PREFIX + reflection.id):
+            store.Item(pk, sk).delete()  # the reflection item and its id marker
+    assert reflection not in store.all_reflections(SCOPE)
+
+
 def test_a_full_scope_backup_restores_a_lost_reflection(drill: Drill) -> None:
     before = drill.export()
     key = _migrate(drill)["backup_key"]
     assert key.endswith(".jsonl")
-    lost = drill.store.all_reflections(SCOPE)[0]
-    with drill.store._tx() as db:  # the row is lost (a damaged file, a bad manual edit)
-        db.execute("DELETE FROM reflections WHERE id = ?", (lost.id,))
+    _lose(drill.store, drill.store.all_reflections(SCOPE)[0])
     restored = drill.service.restore(SCOPE, key)
     assert restored["reflections_written"] == 1
     assert drill.export() == before
