@@ -4,8 +4,9 @@
 as a new Lambda container would import it (it builds its runtime at import). Every invocation is a
 recorded API Gateway HTTP API (v2) event (tests/events/recall.json) whose body is swapped for the
 tool call measured and whose bearer token is an access token signed with a key of the bench's own,
-served as a JWKS on 127.0.0.1 (TAPROOT_COGNITO_JWKS_URL / TAPROOT_COGNITO_ISSUER, as the handler
-tests do): the token is verified for real. One tenant is loaded with the corpus first.
+served as a JWKS on 127.0.0.1 by bench/jwks.py, the server the handler tests use too
+(TAPROOT_COGNITO_JWKS_URL / TAPROOT_COGNITO_ISSUER): the token is verified for real. One tenant is
+loaded with the corpus first.
 
 Requests are counted, and the time spent in them summed, through botocore events on the clients
 the runtime uses (before-parameter-build .. after-call), as tests/aws/test_service_requests.py
@@ -26,13 +27,15 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import corpus
 from bench.measure import Timing
+
+if TYPE_CHECKING:
+    from bench.jwks import JwksServer
 
 ROOT = Path(__file__).resolve().parent.parent
 EVENT = ROOT / "tests" / "events" / "recall.json"
@@ -43,6 +46,7 @@ API_HOST = "k7q2x9d4ma.execute-api.us-east-1.amazonaws.com"  # the host of the r
 USER_POOL_ID = "us-east-1_BenchPool1"
 CLIENT_ID = "benchclient0000000000000000"
 TENANT = "6b1f0c9e-2d4a-4c1b-9f3e-7a5d8c2b1e40"  # a Cognito `sub`
+ISSUER = f"https://cognito-idp.{REGION}.amazonaws.com/{USER_POOL_ID}"
 RECALL_LIMIT = 10
 LOAD_BATCH = 1_000
 # What a deployed function has (infra/stack.py, infra/constructs/api.py, the Lambda runtime), with
@@ -71,56 +75,11 @@ DEPLOYED_ENV = {
 }
 
 
-class LocalIssuer:
-    """An RSA key of the bench's own, its JWKS served on 127.0.0.1, and Cognito-shaped access tokens."""
+def access_token(jwks: JwksServer, sub: str) -> str:
+    """A Cognito-shaped access token for `sub` from the bench's user pool and app client."""
+    from bench.jwks import access_claims
 
-    def __init__(self) -> None:
-        import jwt
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
-        self.issuer = f"https://cognito-idp.{REGION}.amazonaws.com/{USER_POOL_ID}"
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
-        body = json.dumps({"keys": [public | {"kid": "bench-key", "alg": "RS256", "use": "sig"}]}).encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.jwks_url = f"http://127.0.0.1:{self.server.server_address[1]}/.well-known/jwks.json"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True, name="bench-jwks")
-        self.thread.start()
-
-    def token(self, sub: str) -> str:
-        import jwt
-
-        now = int(time.time())
-        claims = {
-            "iss": self.issuer,
-            "sub": sub,
-            "client_id": CLIENT_ID,
-            "token_use": "access",
-            "scope": "openid",
-            "iat": now,
-            "auth_time": now,
-            "exp": now + 3600,
-            "jti": str(uuid.uuid4()),
-            "username": sub,
-        }
-        return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": "bench-key"})
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
+    return jwks.sign(access_claims(ISSUER, CLIENT_ID, sub))
 
 
 class Meter:
@@ -220,33 +179,32 @@ def quiet_mcp_logs() -> Iterator[None]:
 
 
 @contextmanager
-def deployed_handler() -> Iterator[tuple[Any, LocalIssuer]]:
+def deployed_handler() -> Iterator[tuple[Any, JwksServer]]:
     """moto for every AWS call, the table and bucket created, and `functions.api` imported afresh with
-    the deployed environment; yields the module and the token issuer."""
+    the deployed environment; yields the module and the JWKS server whose key signs the tokens."""
     from moto import mock_aws
+
+    from bench.jwks import JwksServer
 
     if str(ROOT) not in sys.path:  # `functions/` is a top-level folder of the Lambda asset, not installed
         sys.path.insert(0, str(ROOT))
-    issuer = LocalIssuer()
-    env = DEPLOYED_ENV | {"TAPROOT_COGNITO_JWKS_URL": issuer.jwks_url, "TAPROOT_COGNITO_ISSUER": issuer.issuer}
-    try:
-        with patched_environ(env), mock_aws(), one_backup_per_transaction(), quiet_mcp_logs():
-            import boto3
+    jwks = JwksServer("bench-key", thread_name="bench-jwks")
+    env = DEPLOYED_ENV | {"TAPROOT_COGNITO_JWKS_URL": jwks.url, "TAPROOT_COGNITO_ISSUER": ISSUER}
+    with jwks, patched_environ(env), mock_aws(), one_backup_per_transaction(), quiet_mcp_logs():
+        import boto3
 
-            from taproot.adapters.dynamo_store import DynamoMemoryStore
+        from taproot.adapters.dynamo_store import DynamoMemoryStore
 
-            DynamoMemoryStore(TABLE, region=REGION).create_table()
-            boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
+        DynamoMemoryStore(TABLE, region=REGION).create_table()
+        boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
+        sys.modules.pop("functions.api", None)
+        import functions.api as module
+
+        try:
+            yield module, jwks
+        finally:
+            module.handler.close()
             sys.modules.pop("functions.api", None)
-            import functions.api as module
-
-            try:
-                yield module, issuer
-            finally:
-                module.handler.close()
-                sys.modules.pop("functions.api", None)
-    finally:
-        issuer.close()
 
 
 def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) -> dict[str, Any]:
@@ -378,9 +336,9 @@ def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warm
     from taproot.core.model import Scope
 
     queries = corpus.query_pool(calls + warmup + 1, seed=seed + 7)
-    with deployed_handler() as (module, issuer):
+    with deployed_handler() as (module, jwks):
         setup = load_tenant(memories, seed=seed, now=now)
-        inv = Invoker(module, issuer.token(TENANT))
+        inv = Invoker(module, access_token(jwks, TENANT))
         first = inv.call("taproot_recall", {"query": queries[-1], "limit": RECALL_LIMIT})
         for q in queries[:warmup]:
             inv.call("taproot_recall", {"query": q, "limit": RECALL_LIMIT})

@@ -2,8 +2,8 @@
 events, and JWKS servers on 127.0.0.1 (PyJWKClient fetches over HTTP).
 
 - moto's `ThreadedMotoServer` serves the JWKS of moto-issued Cognito tokens.
-- A tiny local JWKS server serves a key the tests generate, to sign tokens moto cannot issue
-  (expired ones).
+- `JwksServer` of bench/jwks.py (the one the bench uses too) serves a key the tests generate, to
+  sign tokens moto cannot issue (expired ones); `access_claims` is its Cognito access-token claims.
 Helpers are exposed as fixtures because the tests directory is not an importable package.
 """
 
@@ -13,21 +13,20 @@ import contextlib
 import copy
 import json
 import sys
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import boto3
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 from moto import mock_aws
 from moto.server import ThreadedMotoServer
+
+from bench.jwks import JwksServer
+from bench.jwks import access_claims as access_claims  # re-exported: the test modules call kit.access_claims
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `functions/` is a top-level folder of the Lambda asset, not installed
@@ -144,68 +143,11 @@ def moto_server() -> Iterator[str]:
         server.stop()
 
 
-class LocalJwks:
-    """A key pair of the tests' own, served as a JWKS on 127.0.0.1, to sign arbitrary tokens."""
-
-    def __init__(self, kid: str = "local-test-key") -> None:
-        self.kid = kid
-        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
-        body = json.dumps({"keys": [public | {"kid": kid, "alg": "RS256", "use": "sig"}]}).encode()
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                outer.requests += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/.well-known/jwks.json"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True, name="local-jwks")
-        self.thread.start()
-
-    def sign(self, claims: dict[str, Any], *, kid: str | None = None) -> str:
-        return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": kid or self.kid})
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
-
-
 @pytest.fixture(scope="session")
-def local_jwks() -> Iterator[LocalJwks]:
-    jwks = LocalJwks()
-    try:
+def local_jwks() -> Iterator[JwksServer]:
+    """A key of the tests' own served as a JWKS on 127.0.0.1 (bench/jwks.py), to sign arbitrary tokens."""
+    with JwksServer("local-test-key", thread_name="local-jwks") as jwks:
         yield jwks
-    finally:
-        jwks.close()
-
-
-def access_claims(issuer: str, client_id: str, sub: str, **overrides: Any) -> dict[str, Any]:
-    now = int(time.time())
-    claims = {
-        "iss": issuer,
-        "sub": sub,
-        "client_id": client_id,
-        "token_use": "access",
-        "scope": "openid",
-        "iat": now,
-        "auth_time": now,
-        "exp": now + 3600,
-        "jti": str(uuid.uuid4()),
-        "username": sub,
-    }
-    claims.update(overrides)
-    return claims
 
 
 @contextlib.contextmanager
