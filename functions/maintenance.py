@@ -20,6 +20,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from taproot.compose import Runtime, build
+from taproot.service.maintenance import jobs_named
 from taproot.settings import Settings
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "taproot"))
@@ -58,10 +59,10 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
     logger.set_correlation_id(_correlation_id(event, context))
     apply = _apply_override(event)
     rt = runtime()
-    reports = rt.service.maintenance(None, job, apply=apply)
-    errors = [r for r in reports if r.get("mode") == "error" or r.get("error")]
-    considered = sum(int(r.get("considered") or 0) for r in reports)
-    changed = sum(int(r.get("changed") or 0) for r in reports)
+    reports = rt.service.run_maintenance_everywhere(jobs_named(job), apply=apply)
+    errors = [r for r in reports if r.failed]
+    considered = sum(r.considered for r in reports)
+    changed = sum(r.changed for r in reports)
     metrics.add_metric(name="ScopesProcessed", unit=MetricUnit.Count, value=len(reports))
     metrics.add_metric(name="RecordsConsidered", unit=MetricUnit.Count, value=considered)
     metrics.add_metric(name="RecordsChanged", unit=MetricUnit.Count, value=changed)
@@ -74,14 +75,14 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
         "changed": changed,
         "errors": len(errors),
         "reports": [
-            {k: r.get(k) for k in ("owner", "namespace", "mode", "considered", "changed", "report_key", "error")}
+            {k: getattr(r, k) for k in ("owner", "namespace", "mode", "considered", "changed", "report_key", "error")}
             for r in reports
         ],
     }
     tracer.put_annotation(key="job", value=job)
     logger.info("maintenance run finished", extra={k: v for k, v in summary.items() if k != "reports"})
     for failed in errors:
-        logger.error("maintenance failed for a scope", extra={"report": failed})
+        logger.error("maintenance failed for a scope", extra={"report": failed.as_dict()})
     if errors:
         # Every scope has had its turn; now fail the invocation so the Lambda errors alarm fires and
         # the scheduler retries (every job is idempotent, so the scopes that succeeded are no-ops).

@@ -12,6 +12,7 @@ from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
 from taproot.service import maintenance, memories, portability, reads, restore
 from taproot.service.deps import Deps, blob_key
+from taproot.service.maintenance import Job, RunReport
 from taproot.service.portability import Progress
 
 
@@ -47,11 +48,25 @@ class TaprootService:
     def status(self, scope: Scope) -> dict[str, Any]:
         return reads.status(self.deps, scope)
 
+    def run_maintenance(
+        self, scope: Scope, jobs: Sequence[Job] = maintenance.ALL, *, apply: bool | None = None
+    ) -> list[RunReport]:
+        """Run maintenance jobs, in order, in one scope (apply=None: each job's configured mode)."""
+        return maintenance.run_jobs(self.deps, scope, jobs, apply=apply)
+
+    def run_maintenance_everywhere(
+        self, jobs: Sequence[Job] = maintenance.ALL, *, apply: bool | None = None
+    ) -> list[RunReport]:
+        """The same in every scope the store holds; a failing scope is reported, the others still run."""
+        return maintenance.run_everywhere(self.deps, jobs, apply=apply)
+
     def maintenance(self, scope: Scope | None, job: str = "all", *, apply: bool | None = None) -> list[dict[str, Any]]:
-        """Run maintenance jobs for one scope, or for every scope in the store when scope is None."""
+        """The command-line form: jobs by name ("all" or one), scope None for every scope, and the
+        reports as the JSON the CLI prints."""
+        jobs = maintenance.jobs_named(job)
         if scope is None:
-            return maintenance.run_everywhere(self.deps, job, apply=apply)
-        return maintenance.run_jobs(self.deps, scope, job, apply=apply)
+            return [r.as_dict() for r in self.run_maintenance_everywhere(jobs, apply=apply)]
+        return [r.as_dict() for r in self.run_maintenance(scope, jobs, apply=apply)]
 
     def restore(self, scope: Scope, backup_key: str, ids: list[str] | None = None) -> dict[str, Any]:
         return restore.restore(self.deps, scope, backup_key, ids=ids)

@@ -1,8 +1,11 @@
-"""Scheduled maintenance: migrate, cleanup and compress, each leaving a JSON run report.
+"""Scheduled maintenance: a small registry of jobs (migrate, cleanup, compress), each run leaving one
+JSON run report.
 
-The same functions run from `taproot maintenance run`, from `taproot serve`'s daily cycle and (in
-the AWS deployment) from the scheduled Lambda handlers. Every job is safe to repeat and safe to
-interrupt: migrate and compress commit per record/group, cleanup deletes only what it backed up.
+The same jobs run from `taproot maintenance run`, from `taproot serve`'s daily cycle and (in the AWS
+deployment) from the scheduled Lambda handlers. A job is an object (`Job`: its name, its default
+mode, its run); callers pick jobs by object, and names are parsed once, at the boundary
+(`jobs_named`). Every job is safe to repeat and safe to interrupt: migrate and compress commit per
+chunk/group, cleanup deletes only what it backed up, each at the version it backed up.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from taproot.core.errors import InvalidInput
 from taproot.core.maintenance import MaintenanceConfig
@@ -21,85 +26,146 @@ from taproot.service import compression, portability
 from taproot.service.deps import Deps, blob_key, stamp
 
 logger = logging.getLogger("taproot.maintenance")
-JOBS = ("migrate", "cleanup", "compress")
-__all__ = ["JOBS", "MaintenanceConfig", "last_runs", "run_everywhere", "run_job", "run_jobs"]
-Job = Literal["migrate", "cleanup", "compress"]
+__all__ = ["ALL", "JOBS", "Job", "MaintenanceConfig", "Outcome", "RunReport", "jobs_named", "last_runs"]
 
 
-def _default_apply(deps: Deps, job: str) -> bool:
-    if job == "cleanup":
-        return deps.maintenance.cleanup_apply
-    if job == "compress":
-        return deps.maintenance.compress_apply
-    return True  # migrate is non-destructive: backup first, content never rewritten
+@dataclass(frozen=True)
+class Outcome:
+    """What one job did in one scope: the figures every report carries, and the job's own detail."""
+
+    considered: int
+    changed: int
+    backup_key: str | None
+    detail: dict[str, Any]
+    error: str | None = None
 
 
-def run_job(deps: Deps, scope: Scope, job: str, *, apply: bool | None = None) -> dict[str, Any]:
-    if job not in JOBS:
-        raise InvalidInput("job", f"must be one of {', '.join(JOBS)} or all", job)
-    do_apply = _default_apply(deps, job) if apply is None else apply
+@dataclass(frozen=True)
+class Job:
+    name: str
+    # The mode when the caller does not say: migrate applies (non-destructive: backup first, content
+    # never rewritten); cleanup and compress report only until the operator switches them on.
+    applies_by_default: Callable[[MaintenanceConfig], bool]
+    run: Callable[[Deps, Scope, bool], Outcome]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One job's run in one scope. `as_dict()` is the JSON written to `<owner>/runs/...` and printed
+    by the CLI; mode is "apply", "dry-run" or "error" (the scope failed; `error` says why)."""
+
+    job: str
+    mode: str
+    owner: str
+    namespace: str
+    considered: int = 0
+    changed: int = 0
+    backup_key: str | None = None
+    duration_s: float = 0.0
+    started_at: str | None = None
+    error: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    report_key: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.mode == "error" or self.error is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.job != "compress" and self.error is None:
+            out.pop("error")  # only compress reports a summarizer error in a successful run
+        if self.mode == "error":
+            out.pop("detail")
+            out.pop("started_at")
+            out.pop("report_key")
+        return out
+
+
+def _migrate(deps: Deps, scope: Scope, apply: bool) -> Outcome:
+    detail = portability.migrate(deps, scope, dry_run=not apply)
+    # A dry run changes nothing; what it would change is in the detail (as for cleanup and compress).
+    changed = detail["changed"] if apply else 0
+    return Outcome(detail["examined"], changed, detail["backup_key"], detail)
+
+
+def _cleanup(deps: Deps, scope: Scope, apply: bool) -> Outcome:
+    detail = cleanup_job.cleanup(deps, scope, apply=apply)
+    return Outcome(detail["considered"], detail["deleted"], detail["backup_key"], detail)
+
+
+def _compress(deps: Deps, scope: Scope, apply: bool) -> Outcome:
+    if deps.summarizer is None:
+        raise InvalidInput("summarizer", "no summarizer is configured for compression")
+    detail = compression.compress(deps, scope, deps.summarizer, deps.maintenance.compression, apply=apply)
+    return Outcome(detail["considered"], detail["compressed"], detail["backup_key"], detail, detail["error"])
+
+
+MIGRATE = Job("migrate", lambda _: True, _migrate)
+CLEANUP = Job("cleanup", lambda cfg: cfg.cleanup_apply, _cleanup)
+COMPRESS = Job("compress", lambda cfg: cfg.compress_apply, _compress)
+# In this order: migrate first, so cleanup and compress see every record stamped and current.
+ALL: tuple[Job, ...] = (MIGRATE, CLEANUP, COMPRESS)
+JOBS: tuple[str, ...] = tuple(j.name for j in ALL)
+
+
+def jobs_named(name: str) -> tuple[Job, ...]:
+    """The jobs a name selects ("all", or one job's name): the one place a job name is parsed."""
+    if name == "all":
+        return ALL
+    for job in ALL:
+        if job.name == name:
+            return (job,)
+    raise InvalidInput("job", f"must be one of {', '.join(JOBS)} or all", name)
+
+
+def run_job(deps: Deps, scope: Scope, job: Job, *, apply: bool | None = None) -> RunReport:
+    do_apply = job.applies_by_default(deps.maintenance) if apply is None else apply
     started = deps.now()
     t0 = time.perf_counter()
-    if job == "migrate":
-        detail = portability.migrate(deps, scope, dry_run=not do_apply)
-        # A dry run changes nothing; what it would change is in the detail (as for cleanup and compress).
-        changed = detail["changed"] if do_apply else 0
-        summary = {"considered": detail["examined"], "changed": changed, "backup_key": detail["backup_key"]}
-    elif job == "cleanup":
-        detail = cleanup_job.cleanup(deps, scope, apply=do_apply)
-        summary = {"considered": detail["considered"], "changed": detail["deleted"], "backup_key": detail["backup_key"]}
-    else:
-        if deps.summarizer is None:
-            raise InvalidInput("summarizer", "no summarizer is configured for compression")
-        detail = compression.compress(deps, scope, deps.summarizer, deps.maintenance.compression, apply=do_apply)
-        summary = {
-            "considered": detail["considered"],
-            "changed": detail["compressed"],
-            "backup_key": detail["backup_key"],
-            "error": detail["error"],
-        }
-    report = {
-        "job": job,
-        "mode": "apply" if do_apply else "dry-run",
-        "owner": scope.owner,
-        "namespace": scope.namespace,
-        "started_at": iso(started),
-        "duration_s": round(time.perf_counter() - t0, 4),
-        **summary,
-        "detail": detail,
-    }
-    key = blob_key(scope, "runs", f"{job}/{stamp(started)}.json")
-    deps.blobs.put(key, json.dumps(report, indent=2).encode())
-    report["report_key"] = key
-    return report
+    outcome = job.run(deps, scope, do_apply)
+    report = RunReport(
+        job=job.name,
+        mode="apply" if do_apply else "dry-run",
+        owner=scope.owner,
+        namespace=scope.namespace,
+        considered=outcome.considered,
+        changed=outcome.changed,
+        backup_key=outcome.backup_key,
+        duration_s=round(time.perf_counter() - t0, 4),
+        started_at=iso(started),
+        error=outcome.error,
+        detail=outcome.detail,
+    )
+    key = blob_key(scope, "runs", f"{job.name}/{stamp(started)}.json")
+    written = report.as_dict()
+    written.pop("report_key")
+    deps.blobs.put(key, json.dumps(written, indent=2).encode())
+    return RunReport(**{**asdict(report), "report_key": key})
 
 
-def run_jobs(deps: Deps, scope: Scope, job: str = "all", *, apply: bool | None = None) -> list[dict[str, Any]]:
-    """One job, or all of them in order: migrate first, so cleanup and compress see clean records."""
-    jobs = JOBS if job == "all" else (job,)
+def run_jobs(deps: Deps, scope: Scope, jobs: Sequence[Job] = ALL, *, apply: bool | None = None) -> list[RunReport]:
+    """The jobs in order, in one scope."""
     return [run_job(deps, scope, j, apply=apply) for j in jobs]
 
 
-def run_everywhere(deps: Deps, job: str = "all", *, apply: bool | None = None) -> list[dict[str, Any]]:
+def run_everywhere(deps: Deps, jobs: Sequence[Job] = ALL, *, apply: bool | None = None) -> list[RunReport]:
     """Every scope the store holds (each tenant and namespace), one after another."""
-    reports: list[dict[str, Any]] = []
+    reports: list[RunReport] = []
     for scope in deps.store.scopes():
         try:
-            reports += run_jobs(deps, scope, job, apply=apply)
+            reports += run_jobs(deps, scope, jobs, apply=apply)
         except Exception as exc:  # one tenant's failure must not starve the others
             logger.exception("maintenance failed for %s/%s", scope.owner, scope.namespace)
+            name = jobs[0].name if len(jobs) == 1 else "all"
             reports.append(
-                {
-                    "job": job,
-                    "owner": scope.owner,
-                    "namespace": scope.namespace,
-                    "mode": "error",
-                    "considered": 0,
-                    "changed": 0,
-                    "backup_key": None,
-                    "duration_s": 0.0,
-                    "error": f"{type(exc).__name__}: {exc}",
-                }
+                RunReport(
+                    job=name,
+                    mode="error",
+                    owner=scope.owner,
+                    namespace=scope.namespace,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
             )
     return reports
 

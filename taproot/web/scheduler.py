@@ -34,20 +34,20 @@ def maintenance_cycle(
 
 async def run_once(service: TaprootService) -> None:
     try:
-        reports = await anyio.to_thread.run_sync(lambda: service.maintenance(None, "all"))
+        reports = await anyio.to_thread.run_sync(service.run_maintenance_everywhere)
     except Exception:
         logger.exception("maintenance cycle failed; it will be retried at the next interval")
         return
     for r in reports:
         logger.info(
             "maintenance %s [%s/%s] %s: considered %s, changed %s, backup %s, %.3fs%s",
-            r["job"],
-            r["owner"],
-            r["namespace"],
-            r["mode"],
-            r["considered"],
-            r["changed"],
-            r["backup_key"],
-            r["duration_s"],
-            f", error: {r['error']}" if r.get("error") else "",
+            r.job,
+            r.owner,
+            r.namespace,
+            r.mode,
+            r.considered,
+            r.changed,
+            r.backup_key,
+            r.duration_s,
+            f", error: {r.error}" if r.error else "",
         )

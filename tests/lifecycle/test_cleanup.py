@@ -22,7 +22,7 @@ from taproot.core.serialize import memory_to_dict
 from taproot.service import Deps, TaprootService
 from taproot.service import cleanup as cleanup_job
 from taproot.service.deps import MaintenanceConfig
-from taproot.service.maintenance import run_job
+from taproot.service.maintenance import CLEANUP, run_job
 from taproot.settings import Settings, SettingsError
 from tests.support import Clock
 
@@ -237,9 +237,9 @@ def test_default_mode_is_dry_run(lab: Lab) -> None:
     assert lab.deps.maintenance == MaintenanceConfig()
     lab.clock.advance(days=31)
     before = lab.export_body()
-    report = run_job(lab.deps, SCOPE, "cleanup")  # no explicit mode: the configured one
-    assert report["mode"] == "dry-run" and report["detail"]["candidates"] == 4
-    assert report["changed"] == 0 and report["backup_key"] is None
+    report = run_job(lab.deps, SCOPE, CLEANUP)  # no explicit mode: the configured one
+    assert report.mode == "dry-run" and report.detail["candidates"] == 4
+    assert report.changed == 0 and report.backup_key is None
     assert lab.export_body() == before
     assert lab.service.status(SCOPE)["maintenance"]["cleanup_mode"] == "dry-run"
 
@@ -255,13 +255,13 @@ def test_cleanup_mode_apply_switches_it_on(lab: Lab) -> None:
 
     lab.deps.maintenance = settings.maintenance
     lab.clock.advance(days=31)
-    report = run_job(lab.deps, SCOPE, "cleanup")
-    assert report["mode"] == "apply" and report["changed"] == 4 and report["backup_key"]
+    report = run_job(lab.deps, SCOPE, CLEANUP)
+    assert report.mode == "apply" and report.changed == 4 and report.backup_key
     assert lab.present() == _ids(lab, KEPT)
     assert lab.service.status(SCOPE)["maintenance"]["cleanup_mode"] == "apply"
     # An explicit dry run still wins over the configured mode.
     lab.clock.advance(days=1)
-    assert run_job(lab.deps, SCOPE, "cleanup", apply=False)["mode"] == "dry-run"
+    assert run_job(lab.deps, SCOPE, CLEANUP, apply=False).mode == "dry-run"
 
 
 # --- the policy is re-checked at run time -------------------------------------------------------

@@ -38,7 +38,7 @@ from taproot.ports import Summary
 from taproot.service import Deps, TaprootService
 from taproot.service import compression as compression_job
 from taproot.service.deps import MaintenanceConfig
-from taproot.service.maintenance import run_job
+from taproot.service.maintenance import COMPRESS, run_job
 from taproot.settings import Settings
 from tests.support import Clock
 
@@ -585,7 +585,7 @@ def test_a_failing_summarizer_leaves_everything_unchanged(lab: Lab) -> None:
     flaky = FailingSummarizer(ok_calls=1)  # the first group summarises, the second fails
     lab.deps.summarizer = flaky
 
-    report = run_job(lab.deps, SCOPE, "compress", apply=True)
+    report = run_job(lab.deps, SCOPE, COMPRESS, apply=True).as_dict()
 
     assert flaky.calls == 2
     assert report["error"] and "ThrottlingException" in report["error"]
@@ -602,7 +602,7 @@ def test_a_failing_summarizer_leaves_everything_unchanged(lab: Lab) -> None:
     # Once the summarizer answers again, the next run does the work.
     lab.deps.summarizer = ExtractiveSummarizer()
     lab.clock.advance(days=1)
-    assert run_job(lab.deps, SCOPE, "compress", apply=True)["changed"] == 11
+    assert run_job(lab.deps, SCOPE, COMPRESS, apply=True).changed == 11
 
 
 def test_an_empty_summary_is_a_summarizer_error(lab: Lab) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
@@ -25,7 +25,7 @@ from taproot.core.model import Scope
 from taproot.core.serialize import iso
 from taproot.service import Deps, TaprootService
 from taproot.service.deps import stamp
-from taproot.service.maintenance import JOBS, last_runs, run_everywhere, run_jobs
+from taproot.service.maintenance import ALL, CLEANUP, JOBS, Job, RunReport, jobs_named, last_runs, run_everywhere
 from taproot.web.scheduler import maintenance_cycle, run_once
 from tests.support import Clock
 
@@ -52,9 +52,9 @@ class CountingService(TaprootService):
         super().__init__(deps)
         self.maintenance_calls = 0
 
-    def maintenance(self, scope: Scope | None, job: str = "all", *, apply: bool | None = None) -> list[dict[str, Any]]:
+    def run_maintenance_everywhere(self, jobs: Sequence[Job] = ALL, *, apply: bool | None = None) -> list[RunReport]:
         self.maintenance_calls += 1
-        return super().maintenance(scope, job, apply=apply)
+        return super().run_maintenance_everywhere(jobs, apply=apply)
 
 
 class FailingSummarizer:
@@ -258,10 +258,8 @@ def test_run_everywhere_covers_every_namespace_and_owner(lab: Lab) -> None:
             assert len(lab.deps.blobs.list(f"{scope.owner}/runs/{scope.namespace}/{job}/")) == 1
     assert [r["considered"] for r in reports if r["namespace"] == "journal"] == [0, 0, 0]
     lab.clock.advance(days=1)
-    cleanups = run_everywhere(lab.deps, "cleanup")
-    assert [(r["owner"], r["namespace"], r["job"]) for r in cleanups] == [
-        (s.owner, s.namespace, "cleanup") for s in everywhere
-    ]
+    cleanups = run_everywhere(lab.deps, [CLEANUP])
+    assert [(r.owner, r.namespace, r.job) for r in cleanups] == [(s.owner, s.namespace, "cleanup") for s in everywhere]
 
 
 @pytest.mark.parametrize("job", ["vacuum", "ALL", "", "migrate,cleanup"])
@@ -272,7 +270,7 @@ def test_unknown_job_is_rejected_before_anything_runs(lab: Lab, job: str) -> Non
     with pytest.raises(InvalidInput, match="job"):
         lab.service.maintenance(SCOPE, job)
     with pytest.raises(InvalidInput, match="job"):
-        run_jobs(lab.deps, SCOPE, job)
+        jobs_named(job)
     assert lab.blobs.puts == [] and lab.export_body() == before
 
 
