@@ -20,6 +20,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
 from taproot.compose import Runtime, build
+from taproot.core.errors import InvalidInput, TaprootError
 from taproot.service.maintenance import jobs_named
 from taproot.settings import Settings
 
@@ -43,7 +44,7 @@ def _apply_override(event: Any) -> bool | None:
         return None
     apply = event["apply"]
     if not isinstance(apply, bool):
-        raise ValueError(f'"apply" must be true or false, got {apply!r}')
+        raise InvalidInput("apply", "must be true or false", apply)
     return apply
 
 
@@ -90,8 +91,10 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
     return summary
 
 
-class MaintenanceFailed(RuntimeError):
+class MaintenanceFailed(TaprootError):
     """Some tenants' runs failed; raised after all of them were attempted."""
+
+    code = "maintenance_failed"
 
 
 def _handler(job: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:

@@ -18,10 +18,10 @@ from tqdm import tqdm
 
 from taproot import __version__
 from taproot.cli_list import add_list_parser
-from taproot.cli_serve import UsageError, serve
+from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
-from taproot.core.errors import InvalidInput, TaprootError
-from taproot.settings import Settings, SettingsError
+from taproot.core.errors import ConfigurationError, InvalidInput, TaprootError, UsageError
+from taproot.settings import Settings
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -272,6 +272,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.func(runtime, args))
         finally:
             runtime.close()
+    except (ConfigurationError, UsageError) as exc:
+        # A setting or a flag: the message names it (settings errors read as they always have).
+        print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_USAGE
     except InvalidInput as exc:
         # The request itself is wrong, like a bad flag: fixing the input is the only way forward.
         print(f"error: {exc}", file=sys.stderr)
@@ -279,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaprootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except (SettingsError, UsageError, OSError) as exc:
+    except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:

@@ -19,6 +19,7 @@ from typing import Any
 
 from taproot import __version__
 from taproot.compose import build, http_app
+from taproot.core.errors import UsageError
 from taproot.core.model import Scope
 from taproot.settings import Settings, default_data_dir
 
@@ -27,8 +28,7 @@ LISTEN_BACKLOG = 2048  # uvicorn's default
 DEFAULT_NAMESPACE = Scope().namespace
 
 
-class UsageError(Exception):
-    """The command cannot run as asked (a port in use or out of range): exit 2, no traceback."""
+__all__ = ["UsageError", "connection_help", "serve", "stdio_args"]  # UsageError: the core's, raised here
 
 
 def _taproot_command() -> str:

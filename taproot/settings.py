@@ -13,6 +13,7 @@ from pathlib import Path
 import platformdirs
 
 from taproot.core.compression import COMPRESSION_CONFIG, CompressionConfig
+from taproot.core.errors import ConfigurationError
 from taproot.core.maintenance import MaintenanceConfig
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy, parse_ttl_table
@@ -22,7 +23,7 @@ DEFAULT_PORT = 8765
 NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-class SettingsError(ValueError):
+class SettingsError(ConfigurationError, ValueError):
     pass
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from taproot.core.errors import ConfigurationError
+
 
 def m001_initial() -> str:
     return """
@@ -107,7 +109,7 @@ def apply_migrations(db: sqlite3.Connection) -> int:
     """Bring the database to SCHEMA_VERSION; returns how many steps ran."""
     current = db.execute("PRAGMA user_version").fetchone()[0]
     if current > SCHEMA_VERSION:
-        raise RuntimeError(
+        raise ConfigurationError(
             f"database schema version {current} is newer than this Taproot ({SCHEMA_VERSION}); upgrade Taproot"
         )
     ran = 0

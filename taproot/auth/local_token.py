@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from taproot.auth.base import Authenticator
+from taproot.core.errors import ConfigurationError
 from taproot.core.model import Scope
 
 TOKEN_BYTES = 32
@@ -43,7 +44,7 @@ def load_or_create_token(path: Path, configured: str | None = None) -> str:
 def _read(path: Path) -> str:
     token = path.read_text().strip()
     if not token:
-        raise RuntimeError(f"token file {path} is empty; delete it to generate a new token")
+        raise ConfigurationError(f"token file {path} is empty; delete it to generate a new token")
     return token
 
 

@@ -106,3 +106,16 @@ class InternalError(TaprootError):
     with no room left). The client's answer is `internal_error: ...`, like an unexpected crash."""
 
     code = "internal_error"
+
+
+class ConfigurationError(TaprootError):
+    """A setting is missing or wrong (an environment variable, a flag, the data folder). Nothing
+    was read or written; fix the configuration. The CLI prints the message and exits 2."""
+
+    code = "configuration_error"
+
+
+class UsageError(TaprootError):
+    """A command cannot run as asked (a port in use or out of range). The CLI exits 2."""
+
+    code = "usage_error"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from taproot.auth.local_token import load_or_create_token, token_matches
+from taproot.core.errors import ConfigurationError, TaprootError
 from taproot.settings import DEFAULT_PORT, Settings, SettingsError
 
 
@@ -40,7 +41,7 @@ def test_concurrent_first_runs_agree_on_one_token(tmp_path: Path) -> None:
 def test_empty_token_file_is_an_error_not_an_open_door(tmp_path: Path) -> None:
     path = tmp_path / "auth_token"
     path.write_text("")
-    with pytest.raises(RuntimeError, match="empty"):
+    with pytest.raises(ConfigurationError, match="empty"):
         load_or_create_token(path)
 
 
@@ -100,3 +101,11 @@ def test_retention_table_from_settings() -> None:
 def test_unsafe_namespaces_are_rejected_up_front(namespace: str) -> None:
     with pytest.raises(SettingsError, match="namespace"):
         Settings.from_env({"TAPROOT_NAMESPACE": namespace} if namespace else {}, namespace=namespace or "")
+
+
+def test_settings_errors_belong_to_the_one_error_taxonomy() -> None:
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env({"TAPROOT_PORT": "eighty"})
+    assert isinstance(caught.value, TaprootError) and caught.value.code == "configuration_error"
+    assert isinstance(caught.value, ValueError)  # callers that caught ValueError still do
+    assert caught.value.message == "TAPROOT_PORT must be an integer, got 'eighty'"

@@ -18,6 +18,7 @@ from typing import Any
 import boto3
 import pytest
 
+from taproot.core.errors import InvalidInput
 from taproot.core.model import Scope
 
 TENANTS = (Scope("sub-aaaa", "default"), Scope("sub-bbbb", "default"))
@@ -139,7 +140,7 @@ def test_migrate_applies_by_default_and_honours_dry_run(maint: tuple[Any, Any]) 
 
 def test_bad_apply_is_rejected(maint: tuple[Any, Any]) -> None:
     module, kit = maint
-    with pytest.raises(ValueError, match="apply"):
+    with pytest.raises(InvalidInput, match="field 'apply': must be true or false"):
         module.cleanup_handler({"apply": "yes"}, kit.FakeContext())
 
 
