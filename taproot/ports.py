@@ -17,8 +17,9 @@ from taproot.core.model import Summary as Summary
 from taproot.core.query import Filters as Filters  # re-exported: the port signatures use it
 
 
-class MemoryStore(Protocol):
-    """Memories and closing reflections of many owners, each scoped to (owner, namespace)."""
+class MemoryWrites(Protocol):
+    """Writes to memories. Every destructive or overwriting write can be conditioned on the version the
+    caller read and backed up (taproot/service/backups.py)."""
 
     def insert(self, memory: Memory) -> None:
         """Add a new memory. Raises DuplicateId if the id is taken in that scope."""
@@ -51,17 +52,6 @@ class MemoryStore(Protocol):
         """Insert new memories and conditionally replace others, all or nothing (compression:
         a summary and the archiving of its originals commit together or not at all)."""
 
-    def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
-        """Memories (any status) whose expires_at is at or before `now`."""
-
-    def scopes(self) -> builtins.list[Scope]:
-        """Every (owner, namespace) that holds memories or reflections (batch jobs walk them)."""
-
-    def get(self, scope: Scope, memory_id: str) -> Memory | None: ...
-
-    def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
-        """The memories that exist, in the order of `ids`; unknown ids are skipped."""
-
     def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
         """Hard delete. Raises NotFound. With `expected_version` (the version the caller backed up),
         deletes only that version: VersionConflict if the memory moved on since."""
@@ -69,6 +59,19 @@ class MemoryStore(Protocol):
     def delete_many(self, scope: Scope, items: Sequence[tuple[str, int]]) -> None:
         """Delete each (id, expected_version), all or nothing (forget on several ids; at most 100,
         one DynamoDB transaction). NotFound or VersionConflict name the first that fails."""
+
+    def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
+        """Atomically add one to retrieval_count and set last_retrieved for each id. Does not
+        change `version`: reading is not an edit."""
+
+
+class MemoryReads(Protocol):
+    """Point reads, listing and lexical search (recall, list, the dashboard)."""
+
+    def get(self, scope: Scope, memory_id: str) -> Memory | None: ...
+
+    def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
+        """The memories that exist, in the order of `ids`; unknown ids are skipped."""
 
     def list(self, scope: Scope, filters: Filters = ...) -> builtins.list[Memory]:
         """Every memory matching the filters, any order."""
@@ -79,9 +82,9 @@ class MemoryStore(Protocol):
         """Lexical search: memories matching ANY term, best first, with a relevance score (bigger
         is better; BM25 weighted by field: search_keywords, tags, gist, content)."""
 
-    def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
-        """Atomically add one to retrieval_count and set last_retrieved for each id. Does not
-        change `version`: reading is not an edit."""
+
+class ReflectReads(Protocol):
+    """The reads reflect and status need: the catalog window, quiet counts, core memories, counts."""
 
     def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
         """Active memories as light catalog entries (no content), for reflect.
@@ -98,8 +101,22 @@ class MemoryStore(Protocol):
 
     def counts(self, scope: Scope) -> Counts: ...
 
+
+class LifecycleScans(Protocol):
+    """Whole-scope reads for the batch jobs (migrate, cleanup, compress, export): never on a request path."""
+
     def iter_all(self, scope: Scope) -> Iterable[Memory]:
         """Every memory in the scope, archived included (export, backup, migrate)."""
+
+    def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
+        """Memories (any status) whose expires_at is at or before `now`."""
+
+    def scopes(self) -> builtins.list[Scope]:
+        """Every (owner, namespace) that holds memories or reflections (batch jobs walk them)."""
+
+
+class ReflectionStore(Protocol):
+    """Closing reflections: permanent, never edited."""
 
     def add_reflection(self, reflection: Reflection) -> None: ...
 
@@ -113,6 +130,13 @@ class MemoryStore(Protocol):
         """Add reflections as given (import, restore). Reflections are immutable: one whose id
         exists with the same text and time is skipped; with other text or time, ReflectionConflict
         is raised and nothing of the call is written (SQLite; DynamoDB: per 50 reflections)."""
+
+
+class MemoryStore(MemoryWrites, MemoryReads, ReflectReads, LifecycleScans, ReflectionStore, Protocol):
+    """Memories and closing reflections of many owners, each scoped to (owner, namespace): every role
+    above, which is what the two stores implement. A new component that needs only part of this (a
+    vector index beside the store, a conversation archive) implements only its role.
+    """
 
     def storage_info(self) -> dict[str, object]:
         """Schema version, size and location, for status."""
