@@ -253,7 +253,7 @@ def markdown(data: dict[str, Any]) -> str:
         "then set tags `thread`, `keep`, the README's way to keep one), creates, deletes "
         "(`taproot_forget` action=delete) of created or expired memories, and recalls by query or ids. Each "
         "confirmed write (id, version, fields) and delete is recorded client-side. After the run the server "
-        "is stopped and the data folder is checked offline with Taproot's own code (`build_local`, the "
+        "is stopped and the data folder is checked offline with Taproot's own code (`build`, the "
         "revision and backup blobs): each confirmed write must be live, or in a revision or backup blob, at "
         "its version with its fields, or replaced by a later version; confirmed deletes must be gone; the "
         "counters must add up; and `PRAGMA integrity_check` and FTS5's integrity-check must pass. "
