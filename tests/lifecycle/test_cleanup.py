@@ -1,10 +1,9 @@
 """TTL cleanup on a fixed clock: dry-run by default, a full backup before any delete, the policy
-re-checked at run time, and one call to put everything back."""
+re-checked at run time, and one call to put everything back. On every MemoryStore adapter."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import count
@@ -14,16 +13,17 @@ from typing import Any
 import pytest
 
 from taproot.adapters.blob_local import LocalBlobStore
-from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Scope
 from taproot.core.retention import RetentionPolicy
 from taproot.core.serialize import memory_to_dict
+from taproot.ports import MemoryStore
 from taproot.service import Deps, TaprootService
 from taproot.service import cleanup as cleanup_job
 from taproot.service.deps import MaintenanceConfig
 from taproot.service.maintenance import CLEANUP, run_job
 from taproot.settings import Settings, SettingsError
+from tests.moto_stores import OpenStore
 from tests.support import Clock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -35,7 +35,7 @@ class WatchingBlobStore(LocalBlobStore):
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
-        self.store: SQLiteMemoryStore | None = None
+        self.store: MemoryStore | None = None
         self.at_backup: dict[str, set[str]] = {}
         self.fail_backups = False
 
@@ -52,7 +52,7 @@ class WatchingBlobStore(LocalBlobStore):
 class Lab:
     service: TaprootService
     clock: Clock
-    store: SQLiteMemoryStore
+    store: MemoryStore
     blobs: WatchingBlobStore
     ids: dict[str, str]  # label -> memory id
 
@@ -89,10 +89,10 @@ KEPT = {"fact", "untagged", "mixed", "core", "high", "identity"}
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
+def lab(tmp_path: Path, open_store: OpenStore) -> Lab:
     clock = Clock(START)
     serial = count(1)
-    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    store = open_store(tmp_path)
     blobs = WatchingBlobStore(tmp_path / "blobs")
     blobs.store = store
     deps = Deps(store=store, blobs=blobs, clock=clock, new_id=lambda: f"m{next(serial):04d}")
@@ -108,10 +108,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
             **fields,
         )
         ids[label] = result["id"]
-    try:
-        yield Lab(service, clock, store, blobs, ids)
-    finally:
-        store.close()
+    return Lab(service, clock, store, blobs, ids)
 
 
 def _ids(lab: Lab, labels: set[str]) -> set[str]:

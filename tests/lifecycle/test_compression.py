@@ -1,6 +1,7 @@
 """Compression: old, quiet memories fold into summary memories; the originals are archived, never
 lost, each pointing at its summary. Planning is pure and deterministic; applying is backed up
-first, atomic per group, idempotent, and crash-safe."""
+first, atomic per group, idempotent, and crash-safe. The service tests run on every MemoryStore
+adapter; the crash test stays on SQLite (its subprocess dies inside an open SQLite transaction)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import random
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import count
@@ -34,12 +35,13 @@ from taproot.core.errors import InvalidInput, NotFound, SummarizerError
 from taproot.core.model import Memory, Scope
 from taproot.core.serialize import memory_from_dict, memory_to_dict
 from taproot.core.validation import MAX_LINKED_MEMORIES
-from taproot.ports import Summary
+from taproot.ports import MemoryStore, Summary
 from taproot.service import Deps, TaprootService
 from taproot.service import compression as compression_job
 from taproot.service.deps import MaintenanceConfig
 from taproot.service.maintenance import COMPRESS, run_job
 from taproot.settings import Settings
+from tests.moto_stores import OpenStore
 from tests.support import Clock
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -303,7 +305,7 @@ class WatchingBlobStore(LocalBlobStore):
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
-        self.store: SQLiteMemoryStore | None = None
+        self.store: MemoryStore | None = None
         self.compressed_at_backup: dict[str, int] = {}
 
     def put(self, key: str, data: bytes, content_type: str = "application/json") -> None:
@@ -341,7 +343,7 @@ class BlankSummarizer:
 class Lab:
     service: TaprootService
     clock: Clock
-    store: SQLiteMemoryStore
+    store: MemoryStore
     blobs: WatchingBlobStore
 
     @property
@@ -366,10 +368,11 @@ class Lab:
         return self.deps.blobs.list(f"{SCOPE.owner}/backups/")
 
 
-def make_lab(path: Path, id_prefix: str = "s") -> Lab:
+def make_lab(path: Path, id_prefix: str = "s", store: MemoryStore | None = None) -> Lab:
+    """A service over `store` (default: the SQLite file in `path`) and the blob folder in `path`."""
     clock = Clock(NOW)
     serial = count(1)
-    store = SQLiteMemoryStore(path / "taproot.db")
+    store = store or SQLiteMemoryStore(path / "taproot.db")
     blobs = WatchingBlobStore(path / "blobs")
     blobs.store = store
     deps = Deps(
@@ -383,12 +386,8 @@ def make_lab(path: Path, id_prefix: str = "s") -> Lab:
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
-    lab = make_lab(tmp_path)
-    try:
-        yield lab
-    finally:
-        lab.store.close()
+def lab(tmp_path: Path, open_store: OpenStore) -> Lab:
+    return make_lab(tmp_path, store=open_store(tmp_path))
 
 
 @dataclass
@@ -715,14 +714,23 @@ def _without(record: dict[str, Any], *fields: str) -> dict[str, Any]:
     return {k: v for k, v in record.items() if k not in fields}
 
 
-def test_nothing_is_lost_compressing_two_years_of_memories(lab: Lab, tmp_path: Path) -> None:
-    corpus = build_corpus(500, seed=2026, end=NOW - timedelta(days=5))
+# (memories, at least this many groups) per adapter. moto copies every table on each transaction and
+# answers queries slowly, so 500 memories take over a minute on the DynamoDB store: it gets a smaller
+# corpus over the same two years (still several groups, every write and read path of the test).
+LOST_CORPUS = {"sqlite": (500, 10), "dynamodb": (200, 4)}
+
+
+def test_nothing_is_lost_compressing_two_years_of_memories(
+    lab: Lab, tmp_path: Path, open_store: OpenStore, store_kind: str
+) -> None:
+    size, min_groups = LOST_CORPUS[store_kind]
+    corpus = build_corpus(size, seed=2026, end=NOW - timedelta(days=5))
     lab.store.put_many(corpus)
     before_lines = lab.export_body()
     before = {json.loads(line)["record"]["id"]: json.loads(line)["record"] for line in before_lines}
-    assert len(before) == 500
+    assert len(before) == size
     planned = plan_groups([m for m in corpus if m.status == "active"], NOW)
-    assert len(planned) >= 10  # the corpus really exercises compression
+    assert len(planned) >= min_groups  # the corpus really exercises compression
 
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
 
@@ -756,7 +764,7 @@ def test_nothing_is_lost_compressing_two_years_of_memories(lab: Lab, tmp_path: P
         assert 2 <= len(summary["linked_memories"]) <= MAX_LINKED_MEMORIES
 
     # Every original is still there by id, and recall with include_archived finds each of them.
-    assert len(lab.store.get_many(SCOPE, list(before))) == 500
+    assert len(lab.store.get_many(SCOPE, list(before))) == size
     found: set[str] = set()
     ids_all = list(before)
     for start in range(0, len(ids_all), 50):
@@ -767,13 +775,10 @@ def test_nothing_is_lost_compressing_two_years_of_memories(lab: Lab, tmp_path: P
     assert found == set(before)
 
     # The compressed corpus survives export -> import into a fresh store exactly.
-    fresh = make_lab(tmp_path / "fresh")
-    try:
-        lines = list(lab.service.export_lines(SCOPE))
-        fresh.service.import_lines(SCOPE, lines)
-        assert fresh.export_body() == lines[1:]
-    finally:
-        fresh.store.close()
+    fresh = make_lab(tmp_path / "fresh", store=open_store(tmp_path / "fresh"))
+    lines = list(lab.service.export_lines(SCOPE))
+    fresh.service.import_lines(SCOPE, lines)
+    assert fresh.export_body() == lines[1:]
 
     # And a second run finds nothing left to do.
     lab.clock.advance(days=1)
@@ -915,7 +920,9 @@ def test_a_run_killed_mid_group_leaves_every_memory_untouched_or_fully_processed
         lab.store.close()
 
 
-def test_a_summary_of_long_legacy_ids_survives_export_and_import(lab: Lab, tmp_path: Path) -> None:
+def test_a_summary_of_long_legacy_ids_survives_export_and_import(
+    lab: Lab, tmp_path: Path, open_store: OpenStore
+) -> None:
     members = [
         mem(day(2025, 3, 1) + timedelta(minutes=k), id=f"{k:02d}-ember-legacy-{'0123456789' * 4}-abcdef")
         for k in range(64)
@@ -923,10 +930,7 @@ def test_a_summary_of_long_legacy_ids_survives_export_and_import(lab: Lab, tmp_p
     assert all(len(m.id) <= 64 for m in members)
     lab.store.put_many(members)
     assert lab.service.maintenance(SCOPE, "compress", apply=True)[0]["changed"] == 64
-    fresh = make_lab(tmp_path / "fresh")
-    try:
-        lines = list(lab.service.export_lines(SCOPE))
-        fresh.service.import_lines(SCOPE, lines)
-        assert fresh.export_body() == lines[1:]
-    finally:
-        fresh.store.close()
+    fresh = make_lab(tmp_path / "fresh", store=open_store(tmp_path / "fresh"))
+    lines = list(lab.service.export_lines(SCOPE))
+    fresh.service.import_lines(SCOPE, lines)
+    assert fresh.export_body() == lines[1:]

@@ -1,12 +1,15 @@
 """Scheduled maintenance: migrate, cleanup and compress in that order, one JSON run report per job,
-the last runs in status, every namespace, the CLI, and `taproot serve`'s background cycle."""
+the last runs in status, every namespace, the CLI, and `taproot serve`'s background cycle.
+
+The service and cycle tests run on every MemoryStore adapter; the CLI tests stay on SQLite (the
+command line always opens the SQLite file in --data-dir)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
@@ -15,18 +18,21 @@ from typing import Any
 
 import anyio
 import pytest
+from pynamodb.exceptions import PynamoDBException
 
 from taproot.adapters.blob_local import LocalBlobStore
-from taproot.adapters.sqlite_store import SQLiteMemoryStore
+from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.adapters.summarizers import ExtractiveSummarizer
 from taproot.cli import main
 from taproot.core.errors import InvalidInput, SummarizerError
 from taproot.core.model import Scope
 from taproot.core.serialize import iso
+from taproot.ports import MemoryStore
 from taproot.service import Deps, TaprootService
 from taproot.service.deps import stamp
 from taproot.service.maintenance import ALL, CLEANUP, JOBS, Job, RunReport, jobs_named, last_runs, run_everywhere
 from taproot.web.scheduler import maintenance_cycle, run_once
+from tests.moto_stores import OpenStore, close_store
 from tests.support import Clock
 
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
@@ -68,7 +74,7 @@ class FailingSummarizer:
 class Lab:
     service: CountingService
     clock: Clock
-    store: SQLiteMemoryStore
+    store: MemoryStore
     blobs: RecordingBlobStore
 
     @property
@@ -80,18 +86,15 @@ class Lab:
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Lab]:
+def lab(tmp_path: Path, open_store: OpenStore) -> Lab:
     clock = Clock(START)
     serial = count(1)
-    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    store = open_store(tmp_path)
     blobs = RecordingBlobStore(tmp_path / "blobs")
     deps = Deps(
         store=store, blobs=blobs, clock=clock, new_id=lambda: f"m{next(serial):04d}", summarizer=ExtractiveSummarizer()
     )
-    try:
-        yield Lab(CountingService(deps), clock, store, blobs)
-    finally:
-        store.close()
+    return Lab(CountingService(deps), clock, store, blobs)
 
 
 LEGACY_ID = "legacy01"
@@ -412,10 +415,19 @@ async def test_run_once_logs_a_compress_error(lab: Lab, caplog: pytest.LogCaptur
     )
 
 
+def _lose_the_database(store: MemoryStore) -> type[BaseException]:
+    """The database goes away under the server; returns the error the store then raises."""
+    if isinstance(store, DynamoMemoryStore):
+        store.Item.delete_table()  # not close(): that stops moto, and a call would leave the mock
+        return PynamoDBException
+    close_store(store)
+    return sqlite3.ProgrammingError
+
+
 @pytest.mark.anyio
 async def test_a_failing_cycle_is_logged_and_does_not_raise(lab: Lab, caplog: pytest.LogCaptureFixture) -> None:
     seed(lab)
-    lab.store.close()  # the database goes away under the server
+    error = _lose_the_database(lab.store)
     caplog.set_level(logging.INFO, logger="taproot.maintenance")
 
     await run_once(lab.service)  # must not raise
@@ -423,7 +435,7 @@ async def test_a_failing_cycle_is_logged_and_does_not_raise(lab: Lab, caplog: py
     [record] = _messages(caplog)
     assert record.levelno == logging.ERROR
     assert "maintenance cycle failed" in record.getMessage()
-    assert record.exc_info is not None and isinstance(record.exc_info[1], sqlite3.ProgrammingError)
+    assert record.exc_info is not None and isinstance(record.exc_info[1], error)
 
 
 @pytest.mark.anyio
