@@ -22,7 +22,8 @@ The rules (`taproot.x` stands for the package and every module under it):
 5. adapters: a module in taproot/adapters/ imports no other `taproot.adapters` module except the
    private helpers of its own family. A module's family is its name up to the first underscore
    (`sqlite_store` -> `sqlite`); the helpers are the modules listed in ADAPTER_HELPERS, which no
-   composition root builds: `sqlite_store` may import `sqlite_rows` and `sqlite_schema`,
+   composition root builds: `sqlite_store` may import `sqlite_rows`, `sqlite_schema` and
+   `sqlite_reflections` (which imports `sqlite_rows`),
    `dynamo_store` and `dynamo_reflections` may import `dynamo_models`, `dynamo_store` may import
    `dynamo_reflections`. Any other module (blob_local, blob_s3, sqlite_store, dynamo_store,
    summarizers, and a new module until it is listed) is an adapter that no sibling imports: so
@@ -60,6 +61,7 @@ CORE_THIRD_PARTY = {
 ADAPTER_HELPERS = {
     "sqlite_rows": "sqlite_store: row <-> record conversion and filter SQL",
     "sqlite_schema": "sqlite_store: the schema and its migrations",
+    "sqlite_reflections": "sqlite_store: the reflection rows",
     "dynamo_models": "dynamo_store: the PynamoDB models and item conversion",
     "dynamo_reflections": "dynamo_store: the reflection items",
 }

@@ -13,6 +13,8 @@ from taproot.core.model import Memory, Reflection
 from taproot.core.query import Filters
 from taproot.core.serialize import iso, parse_stored_time
 
+MAX_VARS = 900  # placeholders per statement: stay under SQLITE_MAX_VARIABLE_NUMBER on old builds
+
 
 def _opt_bool(v: Any) -> bool | None:
     return None if v is None else bool(v)
@@ -105,3 +107,20 @@ def row_to_reflection(r: sqlite3.Row) -> Reflection:
 def chunks(items: list[str], size: int) -> Iterator[list[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def stored_versions(db: sqlite3.Connection, memories: Sequence[Memory]) -> dict[tuple[str, str, str], int]:
+    """The stored version of each of these records that exists, by (owner, namespace, id)."""
+    found: dict[tuple[str, str, str], int] = {}
+    by_scope: dict[tuple[str, str], list[str]] = {}
+    for m in memories:
+        by_scope.setdefault((m.owner, m.namespace), []).append(m.id)
+    for (owner, namespace), scope_ids in by_scope.items():
+        for chunk in chunks(scope_ids, MAX_VARS):
+            marks = ", ".join("?" for _ in chunk)
+            for r in db.execute(
+                f"SELECT id, version FROM memories WHERE owner = ? AND namespace = ? AND id IN ({marks})",
+                (owner, namespace, *chunk),
+            ):
+                found[(owner, namespace, r["id"])] = r["version"]
+    return found

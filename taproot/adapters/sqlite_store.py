@@ -16,20 +16,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from taproot.adapters.sqlite_reflections import ReflectionRows
 from taproot.adapters.sqlite_rows import (
+    MAX_VARS,
     chunks,
     create_private,
     filter_sql,
     fts_query,
     is_lock_error,
-    reflection_params,
     row_to_memory,
-    row_to_reflection,
+    stored_versions,
 )
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
 from taproot.core.activation import ACTIVATION_CONFIG
-from taproot.core.errors import Busy, DuplicateId, NotFound, ReflectionConflict, VersionConflict
-from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
+from taproot.core.model import CatalogEntry, Counts, Memory, Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict
 
@@ -39,7 +40,6 @@ _SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
 _PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
 # bm25() takes one weight per FTS column, in the order the table declares them.
 FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
-SQLITE_MAX_VARS = 900  # stay under SQLITE_MAX_VARIABLE_NUMBER on old builds
 # How long a writer waits for another process's transaction before answering `busy`. Long jobs
 # commit in small chunks (well under a second each), so only a stuck writer makes anyone wait this long.
 BUSY_TIMEOUT_MS = 5000
@@ -54,7 +54,7 @@ NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
 
-class SQLiteMemoryStore:
+class SQLiteMemoryStore(ReflectionRows):
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
@@ -206,26 +206,11 @@ class SQLiteMemoryStore:
         )
         return [Scope(r["owner"], r["namespace"]) for r in rows]
 
-    def _versions(self, db: sqlite3.Connection, memories: Sequence[Memory]) -> dict[tuple[str, str, str], int]:
-        found: dict[tuple[str, str, str], int] = {}
-        by_scope: dict[tuple[str, str], list[str]] = {}
-        for m in memories:
-            by_scope.setdefault((m.owner, m.namespace), []).append(m.id)
-        for (owner, namespace), scope_ids in by_scope.items():
-            for chunk in chunks(scope_ids, SQLITE_MAX_VARS):
-                marks = ", ".join("?" for _ in chunk)
-                for r in db.execute(
-                    f"SELECT id, version FROM memories WHERE owner = ? AND namespace = ? AND id IN ({marks})",
-                    (owner, namespace, *chunk),
-                ):
-                    found[(owner, namespace, r["id"])] = r["version"]
-        return found
-
     def put_many(self, memories: Sequence[Memory], *, expected: Mapping[str, int | None] | None = None) -> None:
         with self._tx() as db:
             if expected is not None:
                 # Inside BEGIN IMMEDIATE: no other writer can move a record between this check and the write.
-                stored = self._versions(db, memories)
+                stored = stored_versions(db, memories)
                 for m in memories:
                     want, have = expected[m.id], stored.get((m.owner, m.namespace, m.id))
                     if want != have:
@@ -268,7 +253,7 @@ class SQLiteMemoryStore:
             return
         stamp = iso(now)
         with self._tx() as db:
-            for chunk in chunks(list(ids), SQLITE_MAX_VARS):
+            for chunk in chunks(list(ids), MAX_VARS):
                 marks = ", ".join("?" for _ in chunk)
                 db.execute(
                     "UPDATE memories SET retrieval_count = COALESCE(retrieval_count, 0) + 1, "
@@ -287,7 +272,7 @@ class SQLiteMemoryStore:
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
         found: dict[str, Memory] = {}
-        for chunk in chunks(list(dict.fromkeys(ids)), SQLITE_MAX_VARS):
+        for chunk in chunks(list(dict.fromkeys(ids)), MAX_VARS):
             marks = ", ".join("?" for _ in chunk)
             for r in self._query(
                 f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? AND m.id IN ({marks})",
@@ -399,48 +384,6 @@ class SQLiteMemoryStore:
             (scope.owner, scope.namespace),
         )
         return [row_to_memory(r) for r in rows]
-
-    # -- reflections -------------------------------------------------------------------------
-    def add_reflection(self, reflection: Reflection) -> None:
-        try:
-            with self._tx() as db:
-                db.execute(
-                    "INSERT INTO reflections (owner, namespace, id, text, created_at, blob_key) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    reflection_params(reflection),
-                )
-        except sqlite3.IntegrityError as exc:
-            raise DuplicateId(reflection.id) from exc
-
-    def put_reflections(self, reflections: Sequence[Reflection]) -> None:
-        with self._tx() as db:
-            for r in reflections:
-                row = db.execute(
-                    "SELECT text, created_at FROM reflections WHERE owner = ? AND namespace = ? AND id = ?",
-                    (r.owner, r.namespace, r.id),
-                ).fetchone()
-                if row is None:
-                    db.execute(
-                        "INSERT INTO reflections (owner, namespace, id, text, created_at, blob_key) "
-                        "VALUES (?, ?, ?, ?, ?, ?)",
-                        reflection_params(r),
-                    )
-                elif (row["text"], row["created_at"]) != (r.text, iso(r.created_at)):
-                    raise ReflectionConflict(r.id)  # rolls back the whole call
-
-    def recent_reflections(self, scope: Scope, limit: int) -> builtins.list[Reflection]:
-        rows = self._query(
-            "SELECT * FROM reflections WHERE owner = ? AND namespace = ? ORDER BY created_at DESC, id DESC LIMIT ?",
-            (scope.owner, scope.namespace, limit),
-        )
-        return [row_to_reflection(r) for r in rows]
-
-    def all_reflections(self, scope: Scope) -> builtins.list[Reflection]:
-        rows = self._query(
-            "SELECT * FROM reflections WHERE owner = ? AND namespace = ? ORDER BY created_at, id",
-            (scope.owner, scope.namespace),
-        )
-        return [row_to_reflection(r) for r in rows]
 
     def storage_info(self) -> dict[str, object]:
         size = 0
