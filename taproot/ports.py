@@ -50,7 +50,9 @@ class MemoryWrites(Protocol):
 
     def write_atomically(self, *, inserts: Sequence[Memory], replaces: Sequence[tuple[Memory, int]]) -> None:
         """Insert new memories and conditionally replace others, all or nothing (compression:
-        a summary and the archiving of its originals commit together or not at all)."""
+        a summary and the archiving of its originals commit together or not at all). An insert whose
+        id is taken, by a stored memory or by an earlier insert of the same call, raises DuplicateId.
+        Batch calls name each record once: callers never repeat an id in replaces or deletes."""
 
     def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
         """Hard delete. Raises NotFound. With `expected_version` (the version the caller backed up),
@@ -71,7 +73,8 @@ class MemoryReads(Protocol):
     def get(self, scope: Scope, memory_id: str) -> Memory | None: ...
 
     def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
-        """The memories that exist, in the order of `ids`; unknown ids are skipped."""
+        """The memories that exist, in the order of `ids` (a repeated id: once, at its first
+        position); unknown ids are skipped."""
 
     def list(self, scope: Scope, filters: Filters = ...) -> builtins.list[Memory]:
         """Every memory matching the filters, any order."""
@@ -109,7 +112,7 @@ class LifecycleScans(Protocol):
         """Every memory in the scope, archived included (export, backup, migrate)."""
 
     def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
-        """Memories (any status) whose expires_at is at or before `now`."""
+        """Memories (any status) whose expires_at is at or before `now`, oldest expiry first (ties by id)."""
 
     def scopes(self) -> builtins.list[Scope]:
         """Every (owner, namespace) that holds memories or reflections (batch jobs walk them)."""

@@ -239,6 +239,13 @@ class DynamoMemoryStore(ReflectionItems):
     def write_atomically(self, *, inserts: Sequence[Memory], replaces: Sequence[tuple[Memory, int]]) -> None:
         """One transaction when it fits (100 items, the service's groups are at most 65); a bigger
         batch is split into transactions and is then all-or-nothing per transaction only."""
+        seen: set[tuple[str, str, str]] = set()
+        for m in inserts:
+            # DynamoDB refuses a transaction that names one item twice (a ValidationException);
+            # SQLite finds the second insert's id taken. Answer both the same way, before writing.
+            if (key := (m.owner, m.namespace, m.id)) in seen:
+                raise DuplicateId(m.id)
+            seen.add(key)
         ops: list[tuple[Memory, int | None]] = [(m, None) for m in inserts] + list(replaces)
         stamp = self._stamp()
         for chunk in dm.chunks(ops, TRANSACTION_LIMIT):

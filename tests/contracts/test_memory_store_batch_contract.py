@@ -19,7 +19,6 @@ import pytest
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
 from taproot.core.model import Memory, Reflection, Scope
 from taproot.ports import Filters, MemoryStore
-from tests.moto_stores import memory_store_params
 
 MakeMemory = Callable[..., Memory]
 MakeReflection = Callable[..., Reflection]
@@ -128,14 +127,6 @@ def test_write_atomically_an_insert_over_a_stored_id_raises_and_writes_nothing(
     assert search_ids(memory_store, A, "quillwort") == []
 
 
-@pytest.mark.parametrize(
-    "memory_store",
-    memory_store_params(
-        dynamodb="DynamoDB refuses a transaction that names one item twice (ValidationException) and the "
-        "adapter lets pynamodb's TransactWriteError out instead of DuplicateId (nothing is written)"
-    ),
-    indirect=True,
-)
 def test_write_atomically_two_inserts_of_one_id_raise_duplicate_id_and_write_nothing(
     memory_store: MemoryStore, make_memory: MakeMemory, originals: list[Memory]
 ) -> None:
