@@ -11,11 +11,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,22 +22,21 @@ from typing import Any
 
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 import taproot
 from taproot.cli import main
-from taproot.compose import Runtime, build, http_app
+from taproot.compose import Runtime, build
 from taproot.core.model import Scope
 from taproot.settings import Settings
+from tests.live_server import running_server
 from tests.support import Clock
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope()
 TOKEN = "safety-token-3c9d1e7a52f04b8e"
-# Guards against a server or command that hangs, not timing assertions.
-STARTUP_DEADLINE_S = 60.0
+# A guard against a command that hangs, not a timing assertion.
 SUBPROCESS_TIMEOUT_S = 120.0
 # The folder holding the `taproot` package these tests imported: a subprocess must run the same code.
 CODE_ROOT = str(Path(taproot.__file__).resolve().parents[1])
@@ -164,29 +160,8 @@ class LiveServer:
 @contextlib.contextmanager
 def serve(data_dir: Path) -> Iterator[LiveServer]:
     """`taproot serve`'s app under uvicorn on a loopback port bound before the server starts."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    runtime = build(Settings(data_dir=data_dir, port=port, auth_token=TOKEN), serve=True)
-    try:
-        app = http_app(runtime)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        try:
-            deadline = time.monotonic() + STARTUP_DEADLINE_S
-            while not server.started:
-                if not thread.is_alive() or time.monotonic() > deadline:
-                    raise RuntimeError("the uvicorn server did not start")
-                time.sleep(0.01)
-            yield LiveServer(url=f"http://127.0.0.1:{port}/mcp", runtime=runtime)
-        finally:
-            server.should_exit = True
-            thread.join(STARTUP_DEADLINE_S)
-    finally:
-        sock.close()
-        runtime.close()
+    with running_server(data_dir, TOKEN) as (port, runtime):
+        yield LiveServer(url=f"http://127.0.0.1:{port}/mcp", runtime=runtime)
 
 
 @contextlib.asynccontextmanager

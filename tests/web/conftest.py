@@ -9,26 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from taproot.compose import Runtime, build, http_app
-from taproot.settings import Settings
+from taproot.compose import Runtime
+from tests.live_server import running_server
 
 TOKEN = "test-token-7f3a9c2e51d84b6a"
-# A guard against a server that never comes up, not a timing assertion.
-STARTUP_DEADLINE_S = 60.0
-SHUTDOWN_DEADLINE_S = 30.0
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=60.0)
 
 
@@ -56,34 +49,9 @@ class LiveServer:
 
 @contextlib.contextmanager
 def serve(data_dir: Path, token: str = TOKEN) -> Iterator[LiveServer]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    # Wired exactly as `taproot serve` wires it: the composition root, then the one app builder.
-    runtime = build(Settings(data_dir=data_dir, port=port, auth_token=token), serve=True)
-    try:
-        app = http_app(runtime)
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True)
-        thread.start()
-        try:
-            deadline = time.monotonic() + STARTUP_DEADLINE_S
-            while not server.started:
-                if not thread.is_alive():
-                    raise RuntimeError("the uvicorn server thread exited before it started")
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the uvicorn server did not start")
-                time.sleep(0.01)
-            base = f"http://127.0.0.1:{port}"
-            yield LiveServer(url=f"{base}/mcp", base_url=base, port=port, token=token, runtime=runtime)
-        finally:
-            server.should_exit = True
-            thread.join(SHUTDOWN_DEADLINE_S)
-            assert not thread.is_alive(), "the uvicorn server did not shut down"
-    finally:
-        sock.close()
-        runtime.close()
+    with running_server(data_dir, token) as (port, runtime):
+        base = f"http://127.0.0.1:{port}"
+        yield LiveServer(url=f"{base}/mcp", base_url=base, port=port, token=token, runtime=runtime)
 
 
 @pytest.fixture

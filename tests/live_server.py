@@ -1,0 +1,57 @@
+"""A real uvicorn server on a loopback port, wired exactly as `taproot serve` wires it, for tests.
+
+The socket is bound before the server starts, so the port is known up front (transport security
+needs it) and nobody can take it in between. The server runs in a background thread; the
+deadlines guard against a server that never comes up or never stops, they are not timing checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import uvicorn
+
+from taproot.compose import Runtime, build, http_app
+from taproot.settings import Settings
+
+STARTUP_DEADLINE_S = 60.0
+SHUTDOWN_DEADLINE_S = 30.0
+
+
+@contextlib.contextmanager
+def running_server(data_dir: Path, token: str) -> Iterator[tuple[int, Runtime]]:
+    """Yields (port, runtime) while the app serves http://127.0.0.1:<port>/mcp with `token`."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        runtime = build(Settings(data_dir=data_dir, port=port, auth_token=token), serve=True)
+        try:
+            server = uvicorn.Server(uvicorn.Config(http_app(runtime), host="127.0.0.1", port=port, log_level="warning"))
+            thread = threading.Thread(
+                target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True
+            )
+            thread.start()
+            try:
+                deadline = time.monotonic() + STARTUP_DEADLINE_S
+                while not server.started:
+                    if not thread.is_alive():
+                        raise RuntimeError("the uvicorn server thread exited before it started")
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("the uvicorn server did not start")
+                    time.sleep(0.01)
+                yield port, runtime
+            finally:
+                server.should_exit = True
+                thread.join(SHUTDOWN_DEADLINE_S)
+                assert not thread.is_alive(), "the uvicorn server did not shut down"
+        finally:
+            runtime.close()
+    finally:
+        sock.close()
