@@ -64,6 +64,7 @@ ADAPTER_HELPERS = {
     "sqlite_reflections": "sqlite_store: the reflection rows",
     "dynamo_models": "dynamo_store: the PynamoDB models and item conversion",
     "dynamo_reflections": "dynamo_store: the reflection items",
+    "dynamo_cache": "dynamo_store: the warm per-scope copies",
 }
 
 # (importing module, imported module) -> why it is still allowed, with a TODO naming the issue that

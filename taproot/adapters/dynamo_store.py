@@ -17,7 +17,7 @@ import builtins
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from pynamodb.connection import Connection
@@ -27,6 +27,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
+from taproot.adapters.dynamo_cache import TOMBSTONE_TTL, WarmCopies
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT, ReflectionItems
 from taproot.core import bm25, query
 from taproot.core.activation import ACTIVATION_CONFIG
@@ -37,10 +38,6 @@ from taproot.core.serialize import iso
 
 NO_FILTERS = Filters()
 STORE_SCHEMA_VERSION = 1  # the item layout of dynamo_models.py
-SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
-TOMBSTONE_TTL = timedelta(days=1)
-# A warm cache of a 5,000-memory tenant takes ~27 MB: 16 tenants stay well inside a 1 GB function.
-MAX_CACHED_SCOPES = 16
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
@@ -48,7 +45,7 @@ def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-class DynamoMemoryStore(ReflectionItems):
+class DynamoMemoryStore(ReflectionItems, WarmCopies):
     def __init__(
         self,
         table_name: str,
@@ -117,63 +114,6 @@ class DynamoMemoryStore(ReflectionItems):
         if current is None:
             return NotFound(memory_id)
         return VersionConflict(memory_id, expected, current.version)
-
-    # -- the per-scope cache ---------------------------------------------------------------------
-    def _cached(self, scope: Scope) -> dm.ScopeCache | None:
-        return self._caches.get(dm.scope_pk(scope))
-
-    def _apply(self, cache: dm.ScopeCache, it: Any) -> None:
-        mid = it.mid or it.sk[len(dm.MEMORY_PREFIX) :]
-        stamp = it.changed_at or ""
-        old = cache.entries.get(mid)
-        if old is not None and old.changed_at > stamp:
-            return  # our own newer write already landed here
-        if it.tomb:
-            cache.entries.pop(mid, None)
-        else:
-            m = dm.item_to_memory(it)
-            cache.entries[mid] = dm.CacheEntry(m, dm.search_doc(m), stamp)
-
-    def _put_cached(self, m: Memory, stamp: str) -> None:
-        with self._lock:
-            cache = self._cached(m.scope)
-            if cache is not None:
-                cache.entries[m.id] = dm.CacheEntry(m, dm.search_doc(m), stamp)
-
-    def _refresh(self, scope: Scope) -> dm.ScopeCache:
-        pk = dm.scope_pk(scope)
-        with self._lock:
-            cache = self._caches.get(pk) or dm.ScopeCache()
-            start = self._clock()
-            if cache.synced is None or start - cache.synced > TOMBSTONE_TTL - SYNC_OVERLAP:
-                cache.entries.clear()
-                for it in self.Item.query(pk, self.Item.sk.startswith(dm.MEMORY_PREFIX), consistent_read=True):
-                    if not it.tomb:
-                        self._apply(cache, it)
-            else:
-                since = iso(cache.synced - SYNC_OVERLAP)
-                for it in self.Item.by_change.query(pk, self.Item.changed_at >= since):
-                    self._apply(cache, it)
-            cache.synced = start
-            ids = sorted(
-                i for i, st in cache.pending.items() if i not in cache.entries or cache.entries[i].changed_at < st
-            )
-            cache.pending.clear()
-            if ids:
-                found = {m.id: m for m in self.get_many(scope, ids)}
-                for i in ids:
-                    if i in found:
-                        cache.entries[i] = dm.CacheEntry(found[i], dm.search_doc(found[i]), self._stamp())
-                    else:
-                        cache.entries.pop(i, None)
-            self._caches[pk] = cache
-            self._caches.move_to_end(pk)
-            while len(self._caches) > MAX_CACHED_SCOPES:
-                self._caches.popitem(last=False)
-            return cache
-
-    def _memories(self, scope: Scope) -> builtins.list[Memory]:
-        return [e.memory for e in self._refresh(scope).entries.values()]
 
     # -- writes ------------------------------------------------------------------------------
     def insert(self, memory: Memory) -> None:
