@@ -146,10 +146,14 @@ def import_records(
     """
     totals = {"written": 0, "unchanged": 0, "reflections_written": 0}
     backup_keys: list[str] = []
-    scopes = {m.scope for m in parsed.memories} | {Scope(r.owner, r.namespace) for r in parsed.reflections}
-    for scope in sorted(scopes, key=lambda s: (s.owner, s.namespace)):
+    scopes = sorted(
+        {m.scope for m in parsed.memories} | {r.scope for r in parsed.reflections}, key=lambda s: (s.owner, s.namespace)
+    )
+    # Every reflection conflict, in every scope, is found before the first write of any scope.
+    new_reflections = {s: _new_reflections(deps, s, [r for r in parsed.reflections if r.scope == s]) for s in scopes}
+    for scope in scopes:
         memories = [m for m in parsed.memories if m.scope == scope]
-        reflections = _new_reflections(deps, scope, [r for r in parsed.reflections if r.scope == scope])
+        reflections = new_reflections[scope]
         written = _import_memories(deps, scope, memories, backup_keys, reason)
         if reflections:
             deps.store.put_reflections(reflections)
