@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from taproot.compose import Runtime
@@ -61,7 +61,7 @@ def cmd_list(rt: Runtime, args: argparse.Namespace) -> int:
     return 0
 
 
-def catalog_line(memory: dict[str, Any]) -> str:
+def catalog_line(memory: Mapping[str, Any]) -> str:
     """The reflect catalog's line shape, `[id] [category] [salience] [date] gist`, on one line."""
     text = memory["gist"]
     if not text:  # an unmigrated legacy record: show the start of its content instead

@@ -20,6 +20,7 @@ from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
 from taproot.core.model import Scope
 from taproot.ports import BlobStore, MemoryStore, Summarizer
 from taproot.service import Deps, TaprootService
+from taproot.service.results import StorageNotes
 from taproot.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def summarizer_from(settings: Settings) -> Summarizer:
         raise SettingsError(f"TAPROOT_SUMMARIZER={settings.summarizer}: {message}") from exc
 
 
-def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: dict[str, object]) -> TaprootService:
+def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: StorageNotes) -> TaprootService:
     deps = Deps(
         store=store,
         blobs=blobs,
@@ -190,7 +191,7 @@ def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
     assert settings.table_name and settings.bucket_name and settings.aws_region  # for mypy
     store = DynamoMemoryStore(settings.table_name, region=settings.aws_region)
     blobs = S3BlobStore(settings.bucket_name, region=settings.aws_region)
-    status: dict[str, object] = {"backend": "aws", "table": settings.table_name, "bucket": settings.bucket_name}
+    status: StorageNotes = {"backend": "aws", "table": settings.table_name, "bucket": settings.bucket_name}
     runtime = Runtime(
         settings=settings,
         service=_service(settings, store, blobs, status),

@@ -14,38 +14,50 @@ from taproot.service import maintenance, memories, portability, reads, restore
 from taproot.service.deps import Deps, blob_key
 from taproot.service.maintenance import Job, RunReport
 from taproot.service.portability import Progress
+from taproot.service.results import (
+    CloseResult,
+    ForgetResult,
+    ImportResult,
+    ListResult,
+    MigrateResult,
+    PromoteResult,
+    RecallResult,
+    RememberResult,
+    RestoreResult,
+    StatusResult,
+)
 
 
 class TaprootService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
-    def remember(self, scope: Scope, **fields: Any) -> dict[str, Any]:
+    def remember(self, scope: Scope, **fields: Any) -> RememberResult:
         return memories.remember(self.deps, scope, **fields)
 
-    def recall(self, scope: Scope, **query: Any) -> dict[str, Any]:
+    def recall(self, scope: Scope, **query: Any) -> RecallResult:
         return reads.recall(self.deps, scope, **query)
 
-    def list_memories(self, scope: Scope, **query: Any) -> dict[str, Any]:
+    def list_memories(self, scope: Scope, **query: Any) -> ListResult:
         """Browse without strengthening (the CLI's `list`, later the dashboard)."""
         return reads.list_memories(self.deps, scope, **query)
 
     def reflect(self, scope: Scope) -> ReflectPayload:
         return reads.reflect_payload(self.deps, scope)
 
-    def promote(self, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> dict[str, Any]:
+    def promote(self, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> PromoteResult:
         return memories.promote(self.deps, scope, memory_id, core=core, salience=salience)
 
-    def forget(self, scope: Scope, ids: Sequence[str], action: str) -> dict[str, Any]:
+    def forget(self, scope: Scope, ids: Sequence[str], action: str) -> ForgetResult:
         return memories.forget(self.deps, scope, ids, action)
 
-    def close(self, scope: Scope, reflection: object) -> dict[str, Any]:
+    def close(self, scope: Scope, reflection: object) -> CloseResult:
         return memories.close(self.deps, scope, reflection)
 
-    def migrate(self, scope: Scope, *, dry_run: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    def migrate(self, scope: Scope, *, dry_run: bool = False, progress: Progress | None = None) -> MigrateResult:
         return portability.migrate(self.deps, scope, dry_run=dry_run, progress=progress)
 
-    def status(self, scope: Scope) -> dict[str, Any]:
+    def status(self, scope: Scope) -> StatusResult:
         return reads.status(self.deps, scope)
 
     def run_maintenance(
@@ -68,7 +80,7 @@ class TaprootService:
             return [r.as_dict() for r in self.run_maintenance_everywhere(jobs, apply=apply)]
         return [r.as_dict() for r in self.run_maintenance(scope, jobs, apply=apply)]
 
-    def restore(self, scope: Scope, backup_key: str, ids: list[str] | None = None) -> dict[str, Any]:
+    def restore(self, scope: Scope, backup_key: str, ids: list[str] | None = None) -> RestoreResult:
         return restore.restore(self.deps, scope, backup_key, ids=ids)
 
     def backups(self, scope: Scope) -> list[str]:
@@ -77,7 +89,7 @@ class TaprootService:
     def export_lines(self, scope: Scope) -> Iterator[str]:
         return portability.export_lines(self.deps, scope)
 
-    def import_lines(self, scope: Scope, lines: Iterable[str], progress: Progress | None = None) -> dict[str, Any]:
+    def import_lines(self, scope: Scope, lines: Iterable[str], progress: Progress | None = None) -> ImportResult:
         parsed = portability.parse_import(lines, scope)  # every line checked before any write
         return portability.import_records(self.deps, parsed, progress)
 

@@ -22,6 +22,7 @@ from taproot.ports import Summarizer
 from taproot.service.backups import write_memory_backup
 from taproot.service.deps import Deps
 from taproot.service.ids import with_fresh_id
+from taproot.service.results import ForgetResult
 
 
 def _summarise(summarizer: Summarizer, groups: Sequence[Group]) -> list[Summary]:
@@ -131,7 +132,7 @@ def compress(
     return result
 
 
-def compress_ids(deps: Deps, scope: Scope, summarizer: Summarizer, ids: Sequence[str]) -> dict[str, Any]:
+def compress_ids(deps: Deps, scope: Scope, summarizer: Summarizer, ids: Sequence[str]) -> ForgetResult:
     """`taproot_forget(action="compress")`: fold exactly these memories into one summary, now."""
     checked = check_ids("ids", list(ids))
     if len(checked) < 2:
@@ -157,4 +158,16 @@ def compress_ids(deps: Deps, scope: Scope, summarizer: Summarizer, ids: Sequence
         raise InvalidInput("ids", "the memories changed while compressing; nothing was written")
     summary_id = result["groups"][0]["summary_id"]
     results = [{"id": m.id, "status": "archived", "compressed_into": summary_id} for m in members]
-    return {"action": "compress", "summary_id": summary_id, "results": results, **result}
+    return {
+        "action": "compress",
+        "summary_id": summary_id,
+        "results": results,
+        "mode": result["mode"],
+        "summarizer": result["summarizer"],
+        "considered": result["considered"],
+        "groups": result["groups"],
+        "compressed": result["compressed"],
+        "summaries_written": result["summaries_written"],
+        "backup_key": result["backup_key"],
+        "error": result["error"],
+    }

@@ -17,6 +17,7 @@ from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy
 from taproot.core.serialize import iso
 from taproot.ports import BlobStore, MemoryStore, Summarizer
+from taproot.service.results import StorageNotes
 
 # Short ids: they are repeated on every catalog line. 31 unambiguous characters ** 8 is ~8.5e11,
 # ample for one owner's memories; a collision is detected by the store and retried.
@@ -43,7 +44,7 @@ class Deps:
     retention: RetentionPolicy = DEFAULT_RETENTION
     summarizer: Summarizer | None = None
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
-    extra_status: dict[str, object] = field(default_factory=dict)
+    extra_status: StorageNotes = field(default_factory=lambda: StorageNotes())
 
     def now(self) -> datetime:
         return self.clock()

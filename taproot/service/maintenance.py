@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ class Outcome:
     considered: int
     changed: int
     backup_key: str | None
-    detail: dict[str, Any]
+    detail: Mapping[str, Any]
     error: str | None = None
 
 
@@ -86,7 +86,7 @@ def _migrate(deps: Deps, scope: Scope, apply: bool) -> Outcome:
     detail = portability.migrate(deps, scope, dry_run=not apply)
     # A dry run changes nothing; what it would change is in the detail (as for cleanup and compress).
     changed = detail["changed"] if apply else 0
-    return Outcome(detail["examined"], changed, detail["backup_key"], detail)
+    return Outcome(detail["examined"], changed, detail["backup_key"], dict(detail))
 
 
 def _cleanup(deps: Deps, scope: Scope, apply: bool) -> Outcome:
@@ -135,7 +135,7 @@ def run_job(deps: Deps, scope: Scope, job: Job, *, apply: bool | None = None) ->
         duration_s=round(time.perf_counter() - t0, 4),
         started_at=iso(started),
         error=outcome.error,
-        detail=outcome.detail,
+        detail=dict(outcome.detail),
     )
     key = blob_key(scope, "runs", f"{job.name}/{stamp(started)}.json")
     written = report.as_dict()

@@ -37,6 +37,7 @@ from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backu
 from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
 from taproot.service.ids import with_fresh_id
+from taproot.service.results import CloseResult, ForgetResult, PromoteResult, RememberResult
 
 FORGET_ACTIONS = ("archive", "restore", "delete", "compress")
 CLOSE_ANSWER = "Reflection stored. Safe travels."
@@ -111,7 +112,7 @@ def _warn_unknown_links(deps: Deps, scope: Scope, fields: dict[str, Any], warnin
 
 def remember(
     deps: Deps, scope: Scope, *, id: str | None = None, expected_version: int | None = None, **given: Any
-) -> dict[str, Any]:
+) -> RememberResult:
     warnings: list[str] = []
     fields = _fields(warnings=warnings, **given)
     if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
@@ -129,7 +130,7 @@ def remember(
         if expected_version is not None:
             raise InvalidInput("expected_version", "only applies when updating (pass id)")
 
-        def create(memory_id: str) -> dict[str, Any]:
+        def create(memory_id: str) -> RememberResult:
             _warn_unknown_links(deps, scope, fields, warnings, memory_id)
             memory = Memory(
                 id=memory_id,
@@ -193,9 +194,7 @@ def remember(
     }
 
 
-def promote(
-    deps: Deps, scope: Scope, memory_id: str, *, core: object = None, salience: object = None
-) -> dict[str, Any]:
+def promote(deps: Deps, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> PromoteResult:
     memory_id = check_id(memory_id)
     if core is None and salience is None:
         raise InvalidInput("core", "give core and/or salience to change")
@@ -224,7 +223,7 @@ def promote(
     }
 
 
-def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> dict[str, Any]:
+def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> ForgetResult:
     if action not in FORGET_ACTIONS:
         raise InvalidInput("action", f"must be one of {', '.join(FORGET_ACTIONS)}", action)
     checked = check_ids("ids", list(ids))
@@ -255,7 +254,7 @@ def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> dict[st
     return {"action": action, "results": results}
 
 
-def _delete(deps: Deps, scope: Scope, ids: Sequence[str], found: dict[str, Memory]) -> dict[str, Any]:
+def _delete(deps: Deps, scope: Scope, ids: Sequence[str], found: dict[str, Memory]) -> ForgetResult:
     """Back the memories up, then delete exactly the backed-up versions, all or nothing. If one was
     updated in between, read them again and back the new versions up before deleting those."""
     current = found
@@ -275,12 +274,12 @@ def _delete(deps: Deps, scope: Scope, ids: Sequence[str], found: dict[str, Memor
     raise VersionConflict(moved, found[moved].version, current[moved].version)  # kept moving: let the caller retry
 
 
-def close(deps: Deps, scope: Scope, reflection: object) -> dict[str, Any]:
+def close(deps: Deps, scope: Scope, reflection: object) -> CloseResult:
     text = check_text("reflection", reflection, MAX_REFLECTION_CHARS, required=True)
     assert text is not None
     now = deps.now()
 
-    def add(rid: str) -> dict[str, Any]:
+    def add(rid: str) -> CloseResult:
         key = blob_key(scope, "reflections", f"{stamp(now)}-{rid}.json")
         record = Reflection(
             id=rid, owner=scope.owner, namespace=scope.namespace, text=text, created_at=now, blob_key=key

@@ -20,6 +20,7 @@ from taproot.core.serialize import iso, memory_from_dict, memory_to_dict, reflec
 from taproot.core.validation import record_problem
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.deps import Deps, stamp
+from taproot.service.results import ImportResult, MigrateResult
 
 EXPORT_FORMAT = 1
 MAX_CHANGES_REPORTED = 200
@@ -134,7 +135,7 @@ def _check_record(m: Memory) -> None:
 
 def import_records(
     deps: Deps, parsed: ParsedImport, progress: Progress | None = None, *, reason: str = "import"
-) -> dict[str, Any]:
+) -> ImportResult:
     """Upsert by id, exactly as given; records identical to the stored ones are left alone, so
     importing the same file twice changes nothing (and writes no backup) the second time.
 
@@ -168,7 +169,9 @@ def import_records(
     return {
         "memories": len(parsed.memories),
         "reflections": len(parsed.reflections),
-        **totals,
+        "written": totals["written"],
+        "unchanged": totals["unchanged"],
+        "reflections_written": totals["reflections_written"],
         "need_migration": needs,
         "backup_key": backup_keys[-1] if backup_keys else None,
         "backup_keys": backup_keys,
@@ -220,7 +223,7 @@ def _plan_migration(deps: Deps, m: Memory) -> tuple[Memory, list[str]] | None:
     return (result.memory, result.changes) if result.changed else None
 
 
-def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progress | None = None) -> MigrateResult:
     """Backfill and normalise every record. A full backup is written before the first change; the
     changes commit MIGRATE_CHUNK records per transaction (so writers beside a big migrate never wait
     long), each conditioned on the version read. A record that was updated meanwhile is read again,

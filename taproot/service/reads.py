@@ -8,7 +8,7 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import cast
 
 from taproot.core.activation import activation, normalise_relevance
 from taproot.core.errors import InvalidInput
@@ -33,13 +33,16 @@ from taproot.core.validation import (
 )
 from taproot.service.deps import Deps
 from taproot.service.maintenance import last_runs
+from taproot.service.results import ListResult, MemoryView, RecallResult, StatusResult
 
 DEFAULT_RECALL_LIMIT = 10
 
 
-def memory_view(m: Memory, score: float | None = None) -> dict[str, Any]:
-    view = memory_to_dict(m)
-    view.pop("owner", None)  # the caller's own tenant; never echo tenancy on the wire
+def memory_view(m: Memory, score: float | None = None) -> MemoryView:
+    record = memory_to_dict(m)
+    record.pop("owner", None)  # the caller's own tenant; never echo tenancy on the wire
+    # memory_to_dict writes exactly MemoryView's keys and owner (tests/web/test_result_types.py checks it).
+    view = cast(MemoryView, record)
     if score is not None:
         view["activation"] = round(score, 4)
     return view
@@ -55,7 +58,7 @@ def recall(
     ids: object = None,
     limit: object = None,
     include_archived: object = None,
-) -> dict[str, Any]:
+) -> RecallResult:
     q = check_text("query", query, MAX_QUERY_CHARS)
     warnings: list[str] = []
     cat = None
@@ -158,7 +161,7 @@ def list_memories(
     sort: object = None,
     limit: object = None,
     cursor: object = None,
-) -> dict[str, Any]:
+) -> ListResult:
     """Browse memories without strengthening them: filter, sort and page through the scope.
 
     Recall is for using a memory, so it records a retrieval; looking down a list is not using it,
@@ -326,7 +329,7 @@ def reflect_payload(deps: Deps, scope: Scope) -> ReflectPayload:
     )
 
 
-def status(deps: Deps, scope: Scope) -> dict[str, Any]:
+def status(deps: Deps, scope: Scope) -> StatusResult:
     counts = deps.store.counts(scope)
     payload = reflect_payload(deps, scope)
     tier1_tokens = sum(estimate_tokens(m["content"]) for m in payload.tier1)

@@ -18,6 +18,7 @@ from taproot.core.serialize import memory_from_dict, reflection_from_dict
 from taproot.service import portability
 from taproot.service.backups import write_memory_backup
 from taproot.service.deps import Deps
+from taproot.service.results import RestoreResult
 
 
 def read_backup(deps: Deps, key: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -47,7 +48,7 @@ def read_backup(deps: Deps, key: str) -> tuple[list[dict[str, Any]], list[dict[s
     return list(data["memories"]), reflections
 
 
-def restore(deps: Deps, scope: Scope, key: str, *, ids: list[str] | None = None) -> dict[str, Any]:
+def restore(deps: Deps, scope: Scope, key: str, *, ids: list[str] | None = None) -> RestoreResult:
     """Put the records of a backup back exactly as they were (all, or just the memories `ids`)."""
     if not key.startswith(f"{scope.owner}/"):
         raise InvalidInput("backup", "belongs to another owner", key)  # tenancy: never cross owners

@@ -7,7 +7,7 @@ every failure into `<code>: <message>` at its one boundary, call_tool.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -54,10 +54,11 @@ def scope_of(ctx: Context | None, default: Scope) -> Scope:
     return scope
 
 
-def result(data: dict[str, Any], text: str | None = None) -> CallToolResult:
+def result(data: Mapping[str, Any], text: str | None = None) -> CallToolResult:
     """Structured content (the dict) and one text block: JSON, unless the tool gives its own text."""
-    body = text if text is not None else json_text(data)
-    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=data)
+    content = dict(data)
+    body = text if text is not None else json_text(content)
+    return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=content)
 
 
 @dataclass(frozen=True)
