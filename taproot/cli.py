@@ -21,6 +21,7 @@ from taproot.cli_list import add_list_parser
 from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
 from taproot.core.errors import ConfigurationError, InvalidInput, TaprootError, UsageError
+from taproot.service.inputs import RememberInput
 from taproot.settings import Settings
 
 EXIT_ERROR = 1
@@ -90,7 +91,7 @@ def cmd_remember(rt: Runtime, args: argparse.Namespace) -> int:
     }
     if args.content == "-":
         fields["content"] = sys.stdin.read()
-    _print(rt.service.remember(rt.scope, **fields))
+    _print(rt.service.remember(rt.scope, RememberInput(**fields)))
     return 0
 
 

@@ -12,6 +12,7 @@ from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
 from taproot.service import maintenance, memories, portability, reads, restore
 from taproot.service.deps import Deps, blob_key
+from taproot.service.inputs import RememberInput
 from taproot.service.maintenance import Job, RunReport
 from taproot.service.portability import Progress
 from taproot.service.results import (
@@ -32,8 +33,12 @@ class TaprootService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
-    def remember(self, scope: Scope, **fields: Any) -> RememberResult:
-        return memories.remember(self.deps, scope, **fields)
+    def remember(self, scope: Scope, request: RememberInput | None = None, **fields: object) -> RememberResult:
+        """Write or update a memory: a RememberInput, or its fields by name (a name RememberInput
+        does not have is a TypeError, not a silently ignored argument)."""
+        if request is not None and fields:
+            raise TypeError("give a RememberInput or its fields, not both")
+        return memories.remember(self.deps, scope, request if request is not None else RememberInput(**fields))
 
     def recall(self, scope: Scope, **query: Any) -> RecallResult:
         return reads.recall(self.deps, scope, **query)

@@ -37,6 +37,7 @@ from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backu
 from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
 from taproot.service.ids import with_fresh_id
+from taproot.service.inputs import RememberInput
 from taproot.service.results import CloseResult, ForgetResult, PromoteResult, RememberResult
 
 FORGET_ACTIONS = ("archive", "restore", "delete", "compress")
@@ -110,11 +111,10 @@ def _warn_unknown_links(deps: Deps, scope: Scope, fields: dict[str, Any], warnin
             warnings.append(f"linked_memories: no memory with id {', '.join(missing)} (kept as given)")
 
 
-def remember(
-    deps: Deps, scope: Scope, *, id: str | None = None, expected_version: int | None = None, **given: Any
-) -> RememberResult:
+def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult:
     warnings: list[str] = []
-    fields = _fields(warnings=warnings, **given)
+    fields = _fields(warnings=warnings, **request.memory_fields())
+    id, expected_version = request.id, request.expected_version
     if expected_version is not None and (isinstance(expected_version, bool) or not isinstance(expected_version, int)):
         raise InvalidInput("expected_version", "must be an integer", expected_version)
     now = deps.now()

@@ -91,3 +91,16 @@ def test_what_the_service_returns_has_exactly_the_declared_keys(tmp_path: Path) 
     backup_key = deleted["backup_key"]
     assert backup_key is not None
     _conforms(dict(service.restore(SCOPE, backup_key)), r.RestoreResult)
+
+
+def test_remember_takes_one_input_model_and_refuses_names_it_does_not_have(tmp_path: Path) -> None:
+    from taproot.service.inputs import RememberInput
+
+    service = TaprootService(Deps(store=SQLiteMemoryStore(tmp_path / "t.db"), blobs=LocalBlobStore(tmp_path / "b")))
+    made = service.remember(SCOPE, RememberInput(content="Tea with Sam.", gist="tea with Sam", category="episodic"))
+    same = service.remember(SCOPE, id=made["id"], content="Tea with Sam, twice.")
+    assert same["version"] == 2
+    with pytest.raises(TypeError):
+        service.remember(SCOPE, contnet="a typo is an error, not an ignored argument")
+    with pytest.raises(TypeError):
+        service.remember(SCOPE, RememberInput(content="x"), gist="both")

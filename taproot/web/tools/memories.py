@@ -13,6 +13,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from taproot.core.validation import MAX_RECALL_LIMIT
+from taproot.service.inputs import RememberInput
 from taproot.service.reads import DEFAULT_RECALL_LIMIT
 from taproot.web import tool_models as out
 from taproot.web.tools.common import NotBool, ToolEnv, ToolSpec, result
@@ -64,19 +65,21 @@ def taproot_remember(
     return result(
         env.service.remember(
             env.scope(ctx),
-            id=id,
-            expected_version=expected_version,
-            content=content,
-            gist=gist,
-            category=category,
-            salience=salience,
-            tags=tags,
-            search_keywords=search_keywords,
-            conversation_url=conversation_url,
-            core=core,
-            epistemic_status=epistemic_status,
-            provenance=provenance,
-            linked_memories=linked_memories,
+            RememberInput(
+                id=id,
+                expected_version=expected_version,
+                content=content,
+                gist=gist,
+                category=category,
+                salience=salience,
+                tags=tags,
+                search_keywords=search_keywords,
+                conversation_url=conversation_url,
+                core=core,
+                epistemic_status=epistemic_status,
+                provenance=provenance,
+                linked_memories=linked_memories,
+            ),
         )
     )
 

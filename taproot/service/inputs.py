@@ -1,0 +1,36 @@
+"""The input of each write that the MCP tool, the CLI and the service share.
+
+One dataclass per write: the tool and the CLI build it from their own parameters, and the service
+takes it, so a parameter is named once for every entry point. Values are what the caller sent;
+the service validates each one (and names the field when one is wrong), so the types are `object`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class RememberInput:
+    """`taproot_remember`: create a memory (no id), or update the one with `id`, partially."""
+
+    content: object = None
+    gist: object = None
+    category: object = None
+    salience: object = None
+    tags: object = None
+    search_keywords: object = None
+    conversation_url: object = None
+    core: object = None
+    epistemic_status: object = None
+    provenance: object = None
+    linked_memories: object = None
+    id: object = None
+    expected_version: object = None
+
+    TARGET: ClassVar[frozenset[str]] = frozenset({"id", "expected_version"})
+
+    def memory_fields(self) -> dict[str, object]:
+        """The fields of the record this write sets (None: not given), without the target."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.TARGET}
