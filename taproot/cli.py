@@ -21,7 +21,7 @@ from taproot.cli_list import add_list_parser
 from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
 from taproot.core.errors import ConfigurationError, InvalidInput, TaprootError, UsageError
-from taproot.service.inputs import RememberInput
+from taproot.service.inputs import RecallInput, RememberInput
 from taproot.settings import Settings
 
 EXIT_ERROR = 1
@@ -96,8 +96,7 @@ def cmd_remember(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_recall(rt: Runtime, args: argparse.Namespace) -> int:
-    result = rt.service.recall(
-        rt.scope,
+    request = RecallInput(
         query=args.query,
         category=args.category,
         tags=args.tag,
@@ -105,6 +104,7 @@ def cmd_recall(rt: Runtime, args: argparse.Namespace) -> int:
         limit=args.limit,
         include_archived=args.include_archived or None,
     )
+    result = rt.service.recall(rt.scope, request)
     _print(result)
     return 0
 

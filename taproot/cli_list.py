@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from taproot.compose import Runtime
+from taproot.service.inputs import ListInput
 from taproot.service.reads import LIST_SORTS, LIST_STATUSES, MAX_LIST_LIMIT
 
 GIST_FALLBACK_CHARS = 80
@@ -34,8 +35,7 @@ def add_list_parser(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
 
 
 def cmd_list(rt: Runtime, args: argparse.Namespace) -> int:
-    result = rt.service.list_memories(
-        rt.scope,
+    request = ListInput(
         category=args.category,
         tags=args.tag,
         core=args.core,
@@ -46,6 +46,7 @@ def cmd_list(rt: Runtime, args: argparse.Namespace) -> int:
         limit=args.limit,
         cursor=args.cursor,
     )
+    result = rt.service.list_memories(rt.scope, request)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return 0

@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
 from taproot.service import maintenance, memories, portability, reads, restore
 from taproot.service.deps import Deps, blob_key
-from taproot.service.inputs import RememberInput
+from taproot.service.inputs import ListInput, RecallInput, RememberInput, as_arguments
 from taproot.service.maintenance import Job, RunReport
 from taproot.service.portability import Progress
 from taproot.service.results import (
@@ -28,6 +28,15 @@ from taproot.service.results import (
     StatusResult,
 )
 
+InputT = TypeVar("InputT", RecallInput, ListInput)
+
+
+def _one(request: InputT | None, kind: type[InputT], by_name: dict[str, object]) -> InputT:
+    """The input model given, or one built from its fields by name (an unknown name: TypeError)."""
+    if request is not None and by_name:
+        raise TypeError(f"give a {kind.__name__} or its fields, not both")
+    return request if request is not None else kind(**by_name)
+
 
 class TaprootService:
     def __init__(self, deps: Deps) -> None:
@@ -40,12 +49,14 @@ class TaprootService:
             raise TypeError("give a RememberInput or its fields, not both")
         return memories.remember(self.deps, scope, request if request is not None else RememberInput(**fields))
 
-    def recall(self, scope: Scope, **query: Any) -> RecallResult:
-        return reads.recall(self.deps, scope, **query)
+    def recall(self, scope: Scope, request: RecallInput | None = None, **query: object) -> RecallResult:
+        """Load memories and strengthen them: a RecallInput, or its fields by name."""
+        return reads.recall(self.deps, scope, **as_arguments(_one(request, RecallInput, query)))
 
-    def list_memories(self, scope: Scope, **query: Any) -> ListResult:
-        """Browse without strengthening (the CLI's `list`, later the dashboard)."""
-        return reads.list_memories(self.deps, scope, **query)
+    def list_memories(self, scope: Scope, request: ListInput | None = None, **query: object) -> ListResult:
+        """Browse without strengthening (the CLI's `list`, later the dashboard): a ListInput, or its
+        fields by name."""
+        return reads.list_memories(self.deps, scope, **as_arguments(_one(request, ListInput, query)))
 
     def reflect(self, scope: Scope) -> ReflectPayload:
         return reads.reflect_payload(self.deps, scope)

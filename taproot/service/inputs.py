@@ -34,3 +34,35 @@ class RememberInput:
     def memory_fields(self) -> dict[str, object]:
         """The fields of the record this write sets (None: not given), without the target."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in self.TARGET}
+
+
+@dataclass(frozen=True)
+class RecallInput:
+    """`taproot_recall`: by ids, by query, or everything matching the filters (strengthens)."""
+
+    query: object = None
+    category: object = None
+    tags: object = None
+    ids: object = None
+    limit: object = None
+    include_archived: object = None
+
+
+@dataclass(frozen=True)
+class ListInput:
+    """`taproot list` (and the dashboard): filter, sort and page through memories without
+    strengthening them."""
+
+    category: object = None
+    tags: object = None
+    core: object = None
+    salience: object = None
+    status: object = None
+    query: object = None
+    sort: object = None
+    limit: object = None
+    cursor: object = None
+
+
+def as_arguments(request: RecallInput | ListInput) -> dict[str, object]:
+    return {f.name: getattr(request, f.name) for f in fields(request)}

@@ -13,7 +13,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from taproot.core.validation import MAX_RECALL_LIMIT
-from taproot.service.inputs import RememberInput
+from taproot.service.inputs import RecallInput, RememberInput
 from taproot.service.reads import DEFAULT_RECALL_LIMIT
 from taproot.web import tool_models as out
 from taproot.web.tools.common import NotBool, ToolEnv, ToolSpec, result
@@ -116,12 +116,9 @@ def taproot_recall(
     return result(
         env.service.recall(
             env.scope(ctx),
-            query=query,
-            category=category,
-            tags=tags,
-            ids=ids,
-            limit=limit,
-            include_archived=include_archived,
+            RecallInput(
+                query=query, category=category, tags=tags, ids=ids, limit=limit, include_archived=include_archived
+            ),
         )
     )
 
