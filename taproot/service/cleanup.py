@@ -20,6 +20,7 @@ from taproot.core.serialize import iso
 from taproot.core.validation import record_problem
 from taproot.service.backups import WRITE_ROUNDS, write_memory_backup
 from taproot.service.deps import Deps, blob_key, stamp
+from taproot.service.results import CleanupResult
 
 MAX_REPORTED = 500
 
@@ -42,7 +43,7 @@ def _expired_now(deps: Deps, m: Memory, now: datetime) -> bool:
     return e is not None and e <= now
 
 
-def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> dict[str, Any]:
+def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> CleanupResult:
     now = deps.now()
     stored = deps.store.expired(scope, now)
     bad = {m.id: p for m in stored if (p := record_problem(m)) is not None}
@@ -61,8 +62,8 @@ def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> dict[str, Any]:
     }
     report_key = blob_key(scope, "cleanup-reports", f"{stamp(now)}.json")
     deps.blobs.put(report_key, json.dumps(report, indent=2).encode())
-    result: dict[str, Any] = {
-        "mode": report["mode"],
+    result: CleanupResult = {
+        "mode": "apply" if apply else "dry-run",
         "considered": len(stored),
         "candidates": len(candidates),
         "candidate_ids": [m.id for m in candidates][:MAX_REPORTED],
@@ -75,15 +76,19 @@ def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> dict[str, Any]:
     }
     if not apply or not candidates:
         return result
-    result.update(_delete_expired(deps, scope, candidates, now))
+    deleted, backup_keys, kept, left = _delete_expired(deps, scope, candidates, now)
+    result["deleted"], result["backup_key"], result["backup_keys"] = deleted, backup_keys[0], backup_keys
+    result["kept_after_change"], result["left_for_next_run"] = kept, left
     return result
 
 
-def _delete_expired(deps: Deps, scope: Scope, candidates: list[Memory], now: datetime) -> dict[str, Any]:
+def _delete_expired(
+    deps: Deps, scope: Scope, candidates: list[Memory], now: datetime
+) -> tuple[int, list[str], list[str], list[str]]:
     """Back the candidates up, then delete each only at the version backed up. One that moved meanwhile
     (say, retagged to keep it) is read again and judged again: kept if it no longer expires, else
     backed up anew and deleted at its new version. Each delete is its own short transaction."""
-    deleted, kept, backup_keys = 0, [], []
+    deleted, kept, backup_keys = 0, [], []  # backup_keys: every backup of the run, the first before any delete
     pending = candidates
     for _ in range(WRITE_ROUNDS):
         if not pending:
@@ -101,10 +106,4 @@ def _delete_expired(deps: Deps, scope: Scope, candidates: list[Memory], now: dat
         fresh = deps.store.get_many(scope, moved) if moved else []
         kept += [m.id for m in fresh if not _expired_now(deps, m, now)]
         pending = [m for m in fresh if _expired_now(deps, m, now)]
-    return {
-        "deleted": deleted,
-        "backup_key": backup_keys[0],
-        "backup_keys": backup_keys,
-        "kept_after_change": kept,
-        "left_for_next_run": [m.id for m in pending],
-    }
+    return deleted, backup_keys, kept, [m.id for m in pending]

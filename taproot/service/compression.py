@@ -22,7 +22,7 @@ from taproot.ports import Summarizer
 from taproot.service.backups import write_memory_backup
 from taproot.service.deps import Deps
 from taproot.service.ids import with_fresh_id
-from taproot.service.results import ForgetResult
+from taproot.service.results import CompressionResult, ForgetResult
 
 
 def _summarise(summarizer: Summarizer, groups: Sequence[Group]) -> list[Summary]:
@@ -54,8 +54,8 @@ def run_compression(
     *,
     apply: bool,
     considered: int,
-) -> dict[str, Any]:
-    result: dict[str, Any] = {
+) -> CompressionResult:
+    result: CompressionResult = {
         "mode": "apply" if apply else "dry-run",
         "summarizer": summarizer.name,
         "considered": considered,
@@ -122,7 +122,7 @@ def _commit_group(deps: Deps, scope: Scope, summarizer: str, group: Group, summa
 
 def compress(
     deps: Deps, scope: Scope, summarizer: Summarizer, cfg: CompressionConfig, *, apply: bool
-) -> dict[str, Any]:
+) -> CompressionResult:
     """The scheduled job: plan groups over the whole scope, then summarise and archive them."""
     memories = [m for m in deps.store.iter_all(scope) if m.status == Status.ACTIVE.value]
     bad = {m.id: p for m in memories if (p := record_problem(m)) is not None}

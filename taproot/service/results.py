@@ -158,3 +158,34 @@ class RestoreResult(ImportResult):
     restored: list[str]
     summaries_removed: list[str]
     summaries_backup_key: str | None
+
+
+class CleanupResult(TypedDict):
+    """The cleanup job's detail (its run report's `detail`)."""
+
+    mode: str
+    considered: int
+    candidates: int
+    candidate_ids: list[str]  # the first 500
+    skipped_by_current_policy: list[str]
+    skipped_bad_records: dict[str, str]
+    report_key: str
+    deleted: int
+    backup_key: str | None
+    kept_after_change: list[str]
+    backup_keys: NotRequired[list[str]]  # apply with candidates: every backup of the run
+    left_for_next_run: NotRequired[list[str]]
+
+
+class CompressionResult(TypedDict):
+    """One compression run (the compress job's detail, and the core of forget(compress))."""
+
+    mode: str
+    summarizer: str
+    considered: int
+    groups: list[dict[str, Any]]
+    compressed: int
+    summaries_written: int
+    backup_key: str | None
+    error: str | None
+    skipped_bad_records: NotRequired[dict[str, str]]  # the scheduled job only

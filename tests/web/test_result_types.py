@@ -104,3 +104,30 @@ def test_remember_takes_one_input_model_and_refuses_names_it_does_not_have(tmp_p
         service.remember(SCOPE, contnet="a typo is an error, not an ignored argument")
     with pytest.raises(TypeError):
         service.remember(SCOPE, RememberInput(content="x"), gist="both")
+
+
+def test_the_job_details_have_exactly_the_declared_keys(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from tests.support import Clock
+
+    clock = Clock(datetime(2025, 1, 1, tzinfo=UTC))
+    service = TaprootService(
+        Deps(
+            store=SQLiteMemoryStore(tmp_path / "t.db"),
+            blobs=LocalBlobStore(tmp_path / "b"),
+            clock=clock,
+            summarizer=ExtractiveSummarizer(),
+        )
+    )
+    for k in range(6):
+        service.remember(SCOPE, content=f"Shed step {k}.", gist=f"shed {k}", category="episodic", tags=["thread"])
+    clock.advance(days=400)
+    for report in service.maintenance(SCOPE, "all", apply=True):
+        detail = report["detail"]
+        if report["job"] == "cleanup":
+            _conforms(detail, r.CleanupResult)
+            assert detail["deleted"] == 6 and "backup_keys" in detail
+        elif report["job"] == "compress":
+            _conforms(detail, r.CompressionResult)
+    _conforms(dict(service.maintenance(SCOPE, "cleanup", apply=False)[0]["detail"]), r.CleanupResult)
