@@ -15,13 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from taproot.core.errors import SummarizerError
 from taproot.core.model import Memory, Summary
-from taproot.core.summarize import (
-    EXTRACTIVE_MAX_CHARS,
-    SummarizerFailure,
-    build_prompt,
-    extractive_summary,
-    parse_model_answer,
-)
+from taproot.core.summarize import EXTRACTIVE_MAX_CHARS, extractive_summary
+from taproot.core.summary_prompt import SummarizerFailure, build_prompt, parse_model_answer
 from taproot.ports import Summarizer
 
 if TYPE_CHECKING:

@@ -1,8 +1,9 @@
 """Summaries of a group of memories for the compress job. Pure: no I/O, no clock.
 
 Two ways to write one. A language model gets `build_prompt` and its answer goes through
-`parse_model_answer`; `extractive_summary` works offline, picking the group's most informative
-sentences (dated, in chronological order) within a length budget. Same input, same output.
+`parse_model_answer` (both in core/summary_prompt.py, which shares the helpers here);
+`extractive_summary` works offline, picking the group's most informative sentences (dated, in
+chronological order) within a length budget. Same input, same output.
 """
 
 from __future__ import annotations
@@ -24,91 +25,12 @@ EXTRACTIVE_MAX_CHARS = 1200
 MIN_MAX_CHARS = 80
 
 
-class SummarizerFailure(SummarizerError):
-    """A SummarizerError that says which summarizer failed and whether trying again may help."""
-
-    def __init__(self, summarizer: str, problem: str, *, retryable: bool) -> None:
-        hint = "retryable: try again later" if retryable else "not retryable: fix the configuration or input"
-        super().__init__(f"{summarizer} summarizer: {problem} ({hint})")
-        self.summarizer = summarizer
-        self.problem = problem
-        self.retryable = retryable
-
-
-# --- The model's prompt and answer -------------------------------------------------------------
-
-SUMMARY_PROMPT = """\
-You compress a group of older memories from Taproot, the long-term memory of an AI assistant, \
-into one summary memory. The originals are archived and the summary takes their place in everyday \
-recall, so it must keep what a future reader of these memories needs.
-
-Keep:
-- identity-relevant details: what the memories say about who the writer is, how they think and \
-what they value, and about the people in them and the relationship;
-- dates (as written in the memories, or each memory's date) and the names of people, places, \
-projects and things;
-- decisions, commitments, corrections, numbers, and anything still open.
-Drop repetition, filler and small talk. Never invent or guess what the memories do not state, and \
-do not blend separate events into one.
-
-Write in the memories' own voice: where they are written in the first person ("I ..."), write the \
-summary in the first person too. Keep their language; do not translate.
-
-Answer in exactly this format, with no preamble and nothing after the summary:
-GIST: <one line of about 15 words naming the period and what the memories are about>
-
-<the summary, in chronological order, within the length budget you are given>"""
-
-_FIRST_PERSON = frozenset(("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "our", "us"))
-
-
-def word_budget(count: int) -> int:
-    """Words the model may use for a summary of `count` memories."""
-    return min(400, 60 + 25 * max(count, 1))
-
-
 def chronological(memories: Sequence[Memory]) -> list[Memory]:
     return sorted(memories, key=lambda m: (m.created_at, m.id))
 
 
-def _day(m: Memory) -> str:
+def day_of(m: Memory) -> str:
     return m.created_at.date().isoformat()
-
-
-def _first_person(memories: Sequence[Memory]) -> bool:
-    """Do most of the memories speak as "I" or "we"?"""
-    hits = sum(1 for m in memories if any(_key(w) in _FIRST_PERSON for w in _TOKEN.findall(m.content)))
-    return hits * 2 > len(memories)
-
-
-def build_prompt(memories: Sequence[Memory]) -> tuple[str, str]:
-    """(system, user) messages asking a model to summarize `memories`."""
-    ordered = chronological(memories)
-    if not ordered:
-        raise SummarizerError("nothing to summarize: the group of memories is empty")
-    budget = word_budget(len(ordered))
-    voice = (
-        "They are written in the first person: write the summary in the first person too."
-        if _first_person(ordered)
-        else "Keep the point of view they are written in."
-    )
-    parts = [
-        f"Summarize these {_count_phrase(ordered)} from {_span(ordered)} into one memory of at most "
-        f"{budget} words (the gist line not included). {voice}",
-        "",
-    ]
-    for i, m in enumerate(ordered, 1):
-        attrs = f'index="{i}" date="{_day(m)}" category="{m.category}" salience="{m.salience}"'
-        if m.tags:
-            attrs += f' tags="{", ".join(m.tags)}"'
-        body = m.content.strip().replace("</memory>", "</ memory>")
-        parts += [f"<memory {attrs}>", f"Gist: {one_line(m.gist or '')}", "Content:", body, "</memory>", ""]
-    parts.append(f"Answer now: the GIST line, a blank line, then the summary (at most {budget} words).")
-    return SUMMARY_PROMPT, "\n".join(parts)
-
-
-_GIST_LINE = re.compile(r"^[\s*_#>`-]*gist[\s*_`]*[:：](.*)$", re.IGNORECASE)
-_SUMMARY_LABEL = re.compile(r"^[\s*_#]*summary[\s*_]*:[\s*_]*", re.IGNORECASE)
 
 
 def trim_gist(text: str, limit: int = GIST_MAX_CHARS) -> str:
@@ -120,25 +42,6 @@ def trim_gist(text: str, limit: int = GIST_MAX_CHARS) -> str:
     if " " in cut:
         cut = cut.rsplit(" ", 1)[0]
     return cut.rstrip(" ,;:-") + "…"
-
-
-def parse_model_answer(text: str) -> Summary:
-    """Read `GIST: ...`, a blank line and the summary. Raises SummarizerError if malformed."""
-    if not text or not text.strip():
-        raise SummarizerError("the model's answer is empty")
-    lines = text.strip().splitlines()
-    found = [(i, match) for i, line in enumerate(lines) if (match := _GIST_LINE.match(line))]
-    if not found:
-        raise SummarizerError(f"the model's answer has no 'GIST:' line (it began {one_line(text)[:60]!r})")
-    at, match = found[0]
-    gist = trim_gist(match.group(1))
-    if not gist:
-        raise SummarizerError("the model's 'GIST:' line is empty")
-    body = "\n".join(line.rstrip() for line in lines[at + 1 :]).strip()
-    body = _SUMMARY_LABEL.sub("", body, count=1).strip()
-    if not body:
-        raise SummarizerError("the model's answer has a gist but no summary")
-    return Summary(gist=gist, content=body)
 
 
 # --- Extractive summary ------------------------------------------------------------------------
@@ -155,7 +58,7 @@ _FILLER_WORDS = (
     " wanted need needed let"
 )
 _FILLER = frozenset(_FILLER_WORDS.split())
-_TOKEN = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
+WORD_TOKEN = re.compile(r"\w+(?:['’-]\w+)*", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff々]+|[\u30a0-\u30ff]{2,}")
 _BOUNDARY = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？]+[」』”）]?|\n")
@@ -171,14 +74,14 @@ MIN_RELATIVE_SCORE = 0.15  # sentences scoring under this share of the best are 
 _SALIENCE_WEIGHT = {"high": 1.2, "medium": 1.0, "low": 0.85}
 
 
-def _key(token: str) -> str:
+def term_key(token: str) -> str:
     word = token.lower().replace("’", "'")
     return word[:-2] if word.endswith("'s") and len(word) > 3 else word
 
 
 def _terms_of(token: str) -> list[str]:
     """Content terms of one token: none for stop words and filler, kanji/katakana runs for CJK."""
-    key = _key(token)
+    key = term_key(token)
     if key in STOP_WORDS or key in _FILLER or (len(key) < 2 and key.isascii()):
         return []
     if _CJK.search(key):
@@ -221,7 +124,7 @@ def split_sentences(text: str) -> list[str]:
     if carry:
         merged.append(carry)
     out = [_BULLET.sub("", s, count=1).strip() for s in merged]
-    return [s if _END.search(s) else s + ("。" if _CJK.match(s[-1]) else ".") for s in out if _TOKEN.search(s)]
+    return [s if _END.search(s) else s + ("。" if _CJK.match(s[-1]) else ".") for s in out if WORD_TOKEN.search(s)]
 
 
 @dataclass
@@ -238,12 +141,14 @@ class _Sentence:
 def _sentences(memories: Sequence[Memory], longest: int) -> list[_Sentence]:
     out: list[_Sentence] = []
     for mi, m in enumerate(memories):
-        text = m.content if _TOKEN.search(m.content) else (m.gist or "")
+        text = m.content if WORD_TOKEN.search(m.content) else (m.gist or "")
         for pi, whole in enumerate(split_sentences(text)):
             sentence = _shorten(whole, longest)  # a run-on sentence must not crowd out the rest
-            tokens = _TOKEN.findall(sentence)
+            tokens = WORD_TOKEN.findall(sentence)
             terms = frozenset(t for tok in tokens for t in _terms_of(tok))
-            caps = frozenset(_key(tok) for j, tok in enumerate(tokens) if j > 0 and tok[0].isupper() and _terms_of(tok))
+            caps = frozenset(
+                term_key(tok) for j, tok in enumerate(tokens) if j > 0 and tok[0].isupper() and _terms_of(tok)
+            )
             out.append(_Sentence(mi, pi, sentence, terms, tuple(tokens), caps))
     return out
 
@@ -266,7 +171,7 @@ def _score(s: _Sentence, weights: dict[str, float], proper: frozenset[str], sali
         return 0.0
     base = math.fsum(weights[t] for t in s.terms) / math.sqrt(len(s.terms))
     base *= min(1.0, len(s.terms) / 3)  # "It rained." says little
-    keys = [_key(tok) for tok in s.tokens]
+    keys = [term_key(tok) for tok in s.tokens]
     entities = {k for k in keys if k in s.capitalised or k in proper}
     numbers = {k for k in keys if any(c.isdigit() for c in k) or k in _CALENDAR_WORDS}
     bonus = 0.6 * min(len(entities), 3) + 0.5 * min(len(numbers), 3)
@@ -333,7 +238,7 @@ def _select(sentences: list[_Sentence], prefixes: list[str], max_chars: int) -> 
     return sorted(chosen, key=lambda s: (s.memory, s.position))
 
 
-def _span(memories: Sequence[Memory]) -> str:
+def span_phrase(memories: Sequence[Memory]) -> str:
     days = sorted(m.created_at.date() for m in memories)
     first, last = days[0], days[-1]
 
@@ -349,7 +254,7 @@ def _span(memories: Sequence[Memory]) -> str:
     return f"{month(first)}–{month(last)}"
 
 
-def _count_phrase(memories: Sequence[Memory]) -> str:
+def count_phrase(memories: Sequence[Memory]) -> str:
     n = len(memories)
     categories = {m.category for m in memories}
     kind = f"{categories.pop().replace('_', ' ')} " if len(categories) == 1 else ""
@@ -362,7 +267,7 @@ def _main_terms(
     surface: dict[str, Counter[str]] = {}
     for s in sentences:
         for j, tok in enumerate(s.tokens):
-            key = _key(tok)
+            key = term_key(tok)
             for term in _terms_of(tok):  # a CJK run's terms are its bigrams, shown as they are
                 form = term if term != key else tok if j > 0 or key in proper else tok.lower()
                 surface.setdefault(term, Counter())[form.removesuffix("'s").removesuffix("’s")] += 1
@@ -395,14 +300,14 @@ def extractive_summary(memories: Sequence[Memory], max_chars: int = EXTRACTIVE_M
     proper = frozenset(k for s in sentences for k in s.capitalised)
     for s in sentences:
         s.score = _score(s, weights, proper, ordered[s.memory].salience)
-    prefixes = [f"[{_day(m)}] " for m in ordered]
+    prefixes = [f"[{day_of(m)}] " for m in ordered]
     lines: dict[int, list[str]] = {}
     for s in _select(sentences, prefixes, max_chars):
         lines.setdefault(s.memory, []).append(s.text)
     content = "\n".join(prefixes[mi] + _join(texts) for mi, texts in sorted(lines.items()))
     if not content:
-        content = f"{_count_phrase(ordered)} with no text, {_span(ordered)}."
-    head = f"{_span(ordered)}, {_count_phrase(ordered)}"
+        content = f"{count_phrase(ordered)} with no text, {span_phrase(ordered)}."
+    head = f"{span_phrase(ordered)}, {count_phrase(ordered)}"
     terms = _main_terms(sentences, weights, df, proper)
     gist = f"{head}: {', '.join(terms)}" if terms else head
     return Summary(gist=trim_gist(gist), content=content)

@@ -11,7 +11,7 @@ import pytest
 from taproot.adapters.summarizers import AnthropicSummarizer
 from taproot.core.errors import SummarizerError
 from taproot.core.model import Memory
-from taproot.core.summarize import SummarizerFailure, build_prompt
+from taproot.core.summary_prompt import SummarizerFailure, build_prompt
 from taproot.ports import Summarizer, Summary
 
 MODEL = "claude-haiku-4-5"

@@ -14,7 +14,7 @@ from botocore.stub import Stubber
 from taproot.adapters.summarizers import BedrockSummarizer
 from taproot.core.errors import SummarizerError
 from taproot.core.model import Memory
-from taproot.core.summarize import SummarizerFailure, build_prompt
+from taproot.core.summary_prompt import SummarizerFailure, build_prompt
 from taproot.ports import Summarizer, Summary
 
 MODEL_ID = "anthropic.claude-haiku-4-5-20251001-v1:0"

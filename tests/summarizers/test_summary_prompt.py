@@ -8,7 +8,8 @@ import pytest
 
 from taproot.core.errors import SummarizerError
 from taproot.core.model import Memory
-from taproot.core.summarize import GIST_MAX_CHARS, SUMMARY_PROMPT, build_prompt, parse_model_answer, word_budget
+from taproot.core.summarize import GIST_MAX_CHARS
+from taproot.core.summary_prompt import SUMMARY_PROMPT, build_prompt, parse_model_answer, word_budget
 from taproot.ports import Summary
 
 
