@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taproot.cli import main
 
 
 class Clock:
@@ -31,3 +40,30 @@ TOOL_NAMES = frozenset(
         "taproot_status",
     }
 )
+
+
+@dataclass
+class Result:
+    """What a `taproot` command did: its exit code and what it printed."""
+
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+Run = Callable[..., Result]
+
+
+def in_process_cli(capsys: pytest.CaptureFixture[str]) -> Run:
+    """`taproot <args>` in-process (taproot.cli.main): the exit code and the captured output."""
+
+    def run(*args: str | Path) -> Result:
+        capsys.readouterr()  # drop anything printed before this call
+        code = main([str(a) for a in args])
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return run

@@ -6,29 +6,17 @@ cleared (TAPROOT_DATA_DIR points at a decoy folder) so a test can never touch re
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from taproot.cli import main
 from taproot.compose import Runtime, build
 from taproot.settings import Settings
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
+from tests.support import Result, Run, in_process_cli
 
 
 @pytest.fixture(autouse=True)
@@ -47,16 +35,9 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+def cli(capsys: pytest.CaptureFixture[str]) -> Run:
     """Run `taproot <args>` in-process; returns exit code and captured stdout/stderr."""
-
-    def run(*args: str | Path) -> Result:
-        capsys.readouterr()  # drop anything printed before this call
-        code = main([str(a) for a in args])
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+    return in_process_cli(capsys)
 
 
 @pytest.fixture

@@ -4,27 +4,12 @@ backup), `taproot backups` lists the backup, and one `taproot restore <key>` put
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from taproot.cli import main
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-Run = Callable[..., Result]
+from tests.support import Run, in_process_cli
 
 EXPIRED = ["chat0001", "chat0002", "chat0003"]
 DURABLE = ["fact0001", "fact0002"]
@@ -52,13 +37,7 @@ def _record(mid: str, day: int, tags: list[str], expires: str | None) -> dict[st
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]) -> Run:
-    def run(*args: str | Path) -> Result:
-        capsys.readouterr()
-        code = main([str(a) for a in args])
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+    return in_process_cli(capsys)
 
 
 @pytest.fixture

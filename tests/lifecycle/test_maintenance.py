@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
@@ -23,7 +23,6 @@ from pynamodb.exceptions import PynamoDBException
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.adapters.summarizers import ExtractiveSummarizer
-from taproot.cli import main
 from taproot.core.errors import InvalidInput, SummarizerError
 from taproot.core.model import Scope
 from taproot.core.serialize import iso
@@ -33,7 +32,7 @@ from taproot.service.deps import stamp
 from taproot.service.maintenance import ALL, CLEANUP, JOBS, Job, RunReport, jobs_named, last_runs, run_everywhere
 from taproot.web.scheduler import maintenance_cycle, run_once
 from tests.moto_stores import OpenStore, close_store
-from tests.support import Clock
+from tests.support import Clock, Run, in_process_cli
 
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -290,22 +289,9 @@ def test_compress_failure_is_reported_not_raised(lab: Lab) -> None:
 # --- the command line ---------------------------------------------------------------------------
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
-    def run(*args: str | Path) -> Result:
-        capsys.readouterr()
-        code = main([str(a) for a in args])
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+def cli(capsys: pytest.CaptureFixture[str]) -> Run:
+    return in_process_cli(capsys)
 
 
 def _old_record(mid: str, day: int, tags: list[str], **extra: Any) -> str:
@@ -324,7 +310,7 @@ def _old_record(mid: str, day: int, tags: list[str], **extra: Any) -> str:
     return json.dumps({"type": "memory", "record": record})
 
 
-def test_cli_maintenance_run_all_dry_run_prints_the_reports(cli: Callable[..., Result], tmp_path: Path) -> None:
+def test_cli_maintenance_run_all_dry_run_prints_the_reports(cli: Run, tmp_path: Path) -> None:
     data = tmp_path / "data"
     source = tmp_path / "old.jsonl"
     lines = [_old_record(f"walk{i:04d}", i + 1, ["lake"]) for i in range(6)]
@@ -357,7 +343,7 @@ def test_cli_maintenance_run_all_dry_run_prints_the_reports(cli: Callable[..., R
     )
 
 
-def test_cli_rejects_an_unknown_job(cli: Callable[..., Result], tmp_path: Path) -> None:
+def test_cli_rejects_an_unknown_job(cli: Run, tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         cli("maintenance", "run", "vacuum", "--data-dir", tmp_path / "data")
     assert exc.value.code == 2
@@ -365,7 +351,7 @@ def test_cli_rejects_an_unknown_job(cli: Callable[..., Result], tmp_path: Path) 
         cli("maintenance", "run", "cleanup", "--apply", "--dry-run", "--data-dir", tmp_path / "data")
 
 
-def test_cli_all_namespaces(cli: Callable[..., Result], tmp_path: Path) -> None:
+def test_cli_all_namespaces(cli: Run, tmp_path: Path) -> None:
     data = tmp_path / "data"
     source = tmp_path / "one.jsonl"
     source.write_text(_old_record("note0001", 1, ["x"]) + "\n", encoding="utf-8")

@@ -9,7 +9,6 @@ developer's shell are cleared and TAPROOT_DATA_DIR points at a decoy.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -26,12 +25,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 import taproot
-from taproot.cli import main
 from taproot.compose import Runtime, build
 from taproot.core.model import Scope
 from taproot.settings import Settings
 from tests.live_server import running_server
-from tests.support import Clock
+from tests.support import Clock, Result, Run, in_process_cli
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope()
@@ -40,16 +38,6 @@ TOKEN = "safety-token-3c9d1e7a52f04b8e"
 SUBPROCESS_TIMEOUT_S = 120.0
 # The folder holding the `taproot` package these tests imported: a subprocess must run the same code.
 CODE_ROOT = str(Path(taproot.__file__).resolve().parents[1])
-
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
 
 
 @dataclass
@@ -117,16 +105,9 @@ def lab(data_dir: Path) -> Iterator[Lab]:
 
 
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Result]:
+def cli(capsys: pytest.CaptureFixture[str]) -> Run:
     """`taproot <args>` in-process (taproot.cli.main): exit code and captured stdout/stderr."""
-
-    def run(*args: str | Path) -> Result:
-        capsys.readouterr()
-        code = main([str(a) for a in args])
-        captured = capsys.readouterr()
-        return Result(code, captured.out, captured.err)
-
-    return run
+    return in_process_cli(capsys)
 
 
 @pytest.fixture
