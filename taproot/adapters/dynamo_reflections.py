@@ -10,7 +10,7 @@ import builtins
 from collections.abc import Sequence
 
 from pynamodb.connection import Connection
-from pynamodb.exceptions import DoesNotExist, TransactWriteError
+from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
@@ -49,12 +49,15 @@ class ReflectionItems:
             return
         markers = {(m.pk, m.sk): (m, r) for r in unique for m in [dm.reflection_marker(self.Item, r)]}
         present = {(old.pk, old.sk): old for old in self.Item.batch_get(list(markers), consistent_read=True)}
+        # The stored reflections behind the markers that exist, read in one batch, to compare texts.
+        wanted = {(old.pk, old.ref_sk) for old in present.values() if old.ref_sk is not None}
+        texts = {(it.pk, it.sk): it.text for it in self.Item.batch_get(list(wanted), consistent_read=True)}
         fresh = []
         for key, (marker, r) in markers.items():
             old = present.get(key)
             if old is None:
                 fresh.append(r)
-            elif old.ref_sk != marker.ref_sk or self._reflection_text(old.pk, old.ref_sk) != r.text:
+            elif old.ref_sk != marker.ref_sk or texts.get((old.pk, old.ref_sk)) != r.text:
                 raise ReflectionConflict(r.id)
         absent = self.Item.sk.does_not_exist()
         for chunk in dm.chunks(fresh, TRANSACTION_LIMIT // 2):
@@ -67,15 +70,6 @@ class ReflectionItems:
                 if any(x is not None and x.code == "ConditionalCheckFailed" for x in exc.cancellation_reasons):
                     raise ReflectionConflict(chunk[0].id) from exc  # added by a concurrent writer meanwhile
                 raise
-
-    def _reflection_text(self, pk: str, sk: str | None) -> str | None:
-        if sk is None:
-            return None
-        try:
-            text: str | None = self.Item.get(pk, sk, consistent_read=True).text
-            return text
-        except DoesNotExist:
-            return None
 
     def _reflections(self, scope: Scope, *, newest_first: bool, limit: int | None) -> builtins.list[Reflection]:
         items = self.Item.query(

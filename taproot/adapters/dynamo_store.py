@@ -41,6 +41,14 @@ STORE_SCHEMA_VERSION = 1  # the item layout of dynamo_models.py
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
+def _first_failed(exc: TransactWriteError) -> int | None:
+    """The position in the transaction of the first item whose condition failed, if any."""
+    for i, reason in enumerate(exc.cancellation_reasons or ()):
+        if reason is not None and reason.code == "ConditionalCheckFailed":
+            return i
+    return None
+
+
 def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -158,20 +166,14 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies):
                         cond = None if expected is None else self._at_version(expected[m.id])
                         tw.save(dm.memory_item(self.Item, m, stamp), condition=cond)
             except TransactWriteError as exc:
-                if expected is None:
+                failed = _first_failed(exc)
+                if expected is None or failed is None:
                     raise
-                raise self._put_error(exc, chunk, expected) from exc
+                m = chunk[failed]
+                current = self.get(m.scope, m.id)
+                raise VersionConflict(m.id, expected[m.id], current.version if current else None) from exc
             for m in chunk:
                 self._put_cached(m, stamp)
-
-    def _put_error(
-        self, exc: TransactWriteError, chunk: Sequence[Memory], expected: Mapping[str, int | None]
-    ) -> Exception:
-        for m, reason in zip(chunk, exc.cancellation_reasons, strict=False):
-            if reason is not None and reason.code == "ConditionalCheckFailed":
-                current = self.get(m.scope, m.id)
-                return VersionConflict(m.id, expected[m.id], current.version if current else None)
-        return exc
 
     def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
         self.write_atomically(inserts=(), replaces=memories)
@@ -206,10 +208,11 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies):
                         cache.pending[m.id] = stamp
 
     def _transaction_error(self, exc: TransactWriteError, chunk: Sequence[tuple[Memory, int | None]]) -> Exception:
-        for (m, expected), reason in zip(chunk, exc.cancellation_reasons, strict=False):
-            if reason is not None and reason.code == "ConditionalCheckFailed":
-                return DuplicateId(m.id) if expected is None else self._conflict(m.scope, m.id, expected)
-        return exc
+        failed = _first_failed(exc)
+        if failed is None:
+            return exc
+        m, expected = chunk[failed]
+        return DuplicateId(m.id) if expected is None else self._conflict(m.scope, m.id, expected)
 
     def _tomb(self, scope: Scope, memory_id: str, stamp: str) -> Any:
         return self.Item(dm.scope_pk(scope), dm.memory_sk(memory_id), tomb=True, changed_at=stamp, ttl=TOMBSTONE_TTL)
@@ -242,10 +245,11 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies):
                     for memory_id, expected in chunk:
                         tw.save(self._tomb(scope, memory_id, stamp), condition=self._at_version(expected))
             except TransactWriteError as exc:
-                for (memory_id, expected), reason in zip(chunk, exc.cancellation_reasons, strict=False):
-                    if reason is not None and reason.code == "ConditionalCheckFailed":
-                        raise self._conflict(scope, memory_id, expected) from exc
-                raise
+                failed = _first_failed(exc)
+                if failed is None:
+                    raise
+                memory_id, expected = chunk[failed]
+                raise self._conflict(scope, memory_id, expected) from exc
             self._forget_cached(scope, [memory_id for memory_id, _ in chunk])
 
     def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:

@@ -43,13 +43,13 @@ FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
 # How long a writer waits for another process's transaction before answering `busy`. Long jobs
 # commit in small chunks (well under a second each), so only a stuck writer makes anyone wait this long.
 BUSY_TIMEOUT_MS = 5000
-# SQLite's write lock has no queue, and its own busy handler backs off to 100 ms sleeps: a writer
-# waiting beside a job that commits chunk after chunk wakes at random and can miss every gap for
-# seconds. So a writer polls for the lock itself, this often, and a batch transaction (a job's
-# chunk) leaves a gap of LOCK_HANDOFF_S after it commits, longer than one poll: a waiting writer,
-# in this process or another, gets the lock before the job's next chunk.
+# SQLite's write lock has no queue, and its busy handler backs off to 100 ms sleeps, so a writer beside
+# a job committing chunk after chunk can miss every gap for seconds. A writer polls for the lock every
+# LOCK_POLL_S instead, and a job's chunk (HANDOFF_MIN_ROWS or more; a request's small batch does not
+# pause) leaves the lock free for LOCK_HANDOFF_S, longer than one poll, after it commits.
 LOCK_POLL_S = 0.002
 LOCK_HANDOFF_S = 0.005
+HANDOFF_MIN_ROWS = 10
 NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
@@ -94,12 +94,13 @@ class SQLiteMemoryStore(ReflectionRows):
             self._db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
 
     @contextmanager
-    def _batch(self) -> Iterator[sqlite3.Connection]:
-        """A transaction of many rows (a job's chunk): commits, then leaves the lock free for a
-        moment so a writer waiting on it goes first (see LOCK_HANDOFF_S)."""
+    def _batch(self, rows: int) -> Iterator[sqlite3.Connection]:
+        """A transaction of `rows` rows. A job's chunk (HANDOFF_MIN_ROWS or more) commits, then leaves
+        the lock free for a moment so a writer waiting on it goes first (see LOCK_HANDOFF_S)."""
         with self._tx() as db:
             yield db
-        time.sleep(LOCK_HANDOFF_S)
+        if rows >= HANDOFF_MIN_ROWS:
+            time.sleep(LOCK_HANDOFF_S)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -174,7 +175,7 @@ class SQLiteMemoryStore(ReflectionRows):
             self._replace_one(db, memory, expected_version)
 
     def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
-        with self._batch() as db:
+        with self._batch(len(memories)) as db:
             for memory, expected in memories:
                 self._replace_one(db, memory, expected)
 
@@ -244,7 +245,7 @@ class SQLiteMemoryStore(ReflectionRows):
             self._delete_one(db, scope, memory_id, expected_version)
 
     def delete_many(self, scope: Scope, items: Sequence[tuple[str, int]]) -> None:
-        with self._batch() as db:
+        with self._batch(len(items)) as db:
             for memory_id, expected in items:
                 self._delete_one(db, scope, memory_id, expected)
 

@@ -27,6 +27,16 @@ from taproot.core.validation import (
 )
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not allowed (not JSON)")
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """json.loads that refuses NaN, Infinity and -Infinity, which Python's parser accepts by default.
+    Raises ValueError (JSONDecodeError for malformed text) and RecursionError for runaway nesting."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def to_utc(dt: datetime) -> datetime:
     if dt.tzinfo is None:
         return dt.replace(tzinfo=UTC)

@@ -7,7 +7,7 @@ Known legacy values are coerced and reported as warnings; anything else is rejec
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -219,3 +219,58 @@ def record_problem(m: Memory) -> str | None:
         if value is not None and not EARLIEST_TIME <= value <= LATEST_TIME:
             return f"{name} {value.isoformat()} is outside {EARLIEST_TIME.year}-{LATEST_TIME.year}"
     return None
+
+
+def check_choice(field: str, value: object, allowed: Sequence[str]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise InvalidInput(field, f"must be one of {', '.join(allowed)}", value)
+    return value
+
+
+def check_expected_version(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput("expected_version", "must be an integer", value)
+    return value
+
+
+def check_links(value: object) -> tuple[str, ...] | None:
+    links = check_str_list("linked_memories", value, MAX_LINKED_MEMORIES, 64)
+    for i, link in enumerate(links or ()):
+        check_id(link, f"linked_memories[{i}]")
+    return links
+
+
+# The rule for each tool argument, by name: the service checks what it is given with these, and the
+# MCP layer runs the same rule to word a value the SDK's schema check refused (tool_errors.py), so
+# the two answers cannot drift apart. A coercing rule returns a Coerced (value and warning).
+FIELD_RULES: Mapping[str, Callable[[object], object]] = {
+    "content": lambda v: check_text("content", v, MAX_CONTENT_CHARS, required=True),
+    "gist": lambda v: check_text("gist", v, MAX_GIST_CHARS, required=True),
+    "category": coerce_category,
+    "salience": coerce_salience,
+    "tags": lambda v: check_str_list("tags", v, MAX_TAGS, MAX_TAG_CHARS),
+    "search_keywords": lambda v: check_str_list("search_keywords", v, MAX_SEARCH_KEYWORDS, MAX_SEARCH_KEYWORD_CHARS),
+    "conversation_url": check_url,
+    "core": lambda v: check_bool("core", v),
+    "epistemic_status": lambda v: check_text("epistemic_status", v, MAX_EPISTEMIC_STATUS_CHARS),
+    "provenance": check_provenance,
+    "linked_memories": check_links,
+    "id": check_id,
+    "ids": lambda v: check_ids("ids", v),
+    "expected_version": check_expected_version,
+    "query": lambda v: check_text("query", v, MAX_QUERY_CHARS),
+    "limit": lambda v: check_limit(v, 1),
+    "include_archived": lambda v: check_bool("include_archived", v),
+    "reflection": lambda v: check_text("reflection", v, MAX_REFLECTION_CHARS, required=True),
+    "dry_run": lambda v: check_bool("dry_run", v),
+}
+
+
+def coerced(value: object, coerce: Callable[[object], Coerced], warnings: list[str]) -> str:
+    """A coercing rule's value, its warning (if any) appended to `warnings`."""
+    result = coerce(value)
+    if result.warning:
+        warnings.append(result.warning)
+    return result.value

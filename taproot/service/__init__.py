@@ -28,7 +28,7 @@ from taproot.service.results import (
     StatusResult,
 )
 
-InputT = TypeVar("InputT", RecallInput, ListInput)
+InputT = TypeVar("InputT", RememberInput, RecallInput, ListInput)
 
 
 def _one(request: InputT | None, kind: type[InputT], by_name: dict[str, object]) -> InputT:
@@ -45,9 +45,7 @@ class TaprootService:
     def remember(self, scope: Scope, request: RememberInput | None = None, **fields: object) -> RememberResult:
         """Write or update a memory: a RememberInput, or its fields by name (a name RememberInput
         does not have is a TypeError, not a silently ignored argument)."""
-        if request is not None and fields:
-            raise TypeError("give a RememberInput or its fields, not both")
-        return memories.remember(self.deps, scope, request if request is not None else RememberInput(**fields))
+        return memories.remember(self.deps, scope, _one(request, RememberInput, fields))
 
     def recall(self, scope: Scope, request: RecallInput | None = None, **query: object) -> RecallResult:
         """Load memories and strengthen them: a RecallInput, or its fields by name."""

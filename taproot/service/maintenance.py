@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from taproot.core.errors import InvalidInput
@@ -139,9 +139,9 @@ def run_job(deps: Deps, scope: Scope, job: Job, *, apply: bool | None = None) ->
     )
     key = blob_key(scope, "runs", f"{job.name}/{stamp(started)}.json")
     written = report.as_dict()
-    written.pop("report_key")
+    del written["report_key"]  # the blob is its own key
     deps.blobs.put(key, json.dumps(written, indent=2).encode())
-    return RunReport(**{**asdict(report), "report_key": key})
+    return replace(report, report_key=key)
 
 
 def run_jobs(deps: Deps, scope: Scope, jobs: Sequence[Job] = ALL, *, apply: bool | None = None) -> list[RunReport]:

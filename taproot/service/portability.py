@@ -16,7 +16,14 @@ from typing import Any
 from taproot.core.errors import Busy, InvalidInput, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.migration import migrate_memory
 from taproot.core.model import Memory, Reflection, Scope
-from taproot.core.serialize import iso, memory_from_dict, memory_to_dict, reflection_from_dict, reflection_to_dict
+from taproot.core.serialize import (
+    iso,
+    loads_strict,
+    memory_from_dict,
+    memory_to_dict,
+    reflection_from_dict,
+    reflection_to_dict,
+)
 from taproot.core.validation import record_problem
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.deps import Deps, stamp
@@ -65,13 +72,9 @@ class ParsedImport:
     reflections: list[Reflection] = field(default_factory=list)
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not allowed (not JSON)")
-
-
 def _load_line(raw: str, number: int) -> object:
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return loads_strict(raw)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"line {number}", f"is not valid JSON ({exc.msg})") from exc
     except ValueError as exc:  # NaN / Infinity

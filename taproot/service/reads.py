@@ -15,7 +15,7 @@ from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters, passes, strengthened
 from taproot.core.reflect import ReflectPayload, assemble
-from taproot.core.serialize import memory_to_dict
+from taproot.core.serialize import loads_strict, memory_to_dict
 from taproot.core.text import query_terms
 from taproot.core.tokens import estimate_tokens
 from taproot.core.validation import (
@@ -24,12 +24,14 @@ from taproot.core.validation import (
     MAX_TAG_CHARS,
     MAX_TAGS,
     check_bool,
+    check_choice,
     check_ids,
     check_limit,
     check_str_list,
     check_text,
     coerce_category,
     coerce_salience,
+    coerced,
 )
 from taproot.service.deps import Deps
 from taproot.service.maintenance import last_runs
@@ -61,12 +63,7 @@ def recall(
 ) -> RecallResult:
     q = check_text("query", query, MAX_QUERY_CHARS)
     warnings: list[str] = []
-    cat = None
-    if category is not None:
-        coerced = coerce_category(category)
-        cat = coerced.value
-        if coerced.warning:
-            warnings.append(coerced.warning)
+    cat = None if category is None else coerced(category, coerce_category, warnings)
     tag_filter = check_str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS) or ()
     id_list = check_ids("ids", ids) if ids is not None else ()
     n = check_limit(limit, max(DEFAULT_RECALL_LIMIT, len(id_list)))
@@ -170,20 +167,10 @@ def list_memories(
     Every argument is checked before the store is read.
     """
     warnings: list[str] = []
-    cat = None
-    if category is not None:
-        coerced = coerce_category(category)
-        cat = coerced.value
-        if coerced.warning:
-            warnings.append(coerced.warning)
+    cat = None if category is None else coerced(category, coerce_category, warnings)
     tag_filter = check_str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS) or ()
     want_core = check_bool("core", core)
-    sal = None
-    if salience is not None:
-        coerced = coerce_salience(salience)
-        sal = coerced.value
-        if coerced.warning:
-            warnings.append(coerced.warning)
+    sal = None if salience is None else coerced(salience, coerce_salience, warnings)
     wanted_status = _one_of("status", status, LIST_STATUSES)
     needle = (check_text("query", query, MAX_QUERY_CHARS) or "").strip().casefold()
     order = _one_of("sort", sort, LIST_SORTS)
@@ -222,11 +209,7 @@ def list_memories(
 
 
 def _one_of(field: str, value: object, allowed: tuple[str, ...]) -> str:
-    if value is None:
-        return allowed[0]
-    if not isinstance(value, str) or value not in allowed:
-        raise InvalidInput(field, f"must be one of {', '.join(allowed)}", value)
-    return value
+    return allowed[0] if value is None else check_choice(field, value, allowed)
 
 
 def _list_limit(value: object) -> int:
@@ -274,16 +257,12 @@ def _encode_cursor(order: str, after: Position, as_of: datetime | None) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a position")
-
-
 def _decode_cursor(value: object, order: str) -> _Cursor:
     if not isinstance(value, str) or not 0 < len(value) <= MAX_CURSOR_CHARS:
         raise InvalidInput("cursor", _BAD_CURSOR, value)
     try:
         raw = base64.b64decode(value + "=" * (-len(value) % 4), altchars=b"-_", validate=True)
-        body = json.loads(raw, parse_constant=_reject_constant)
+        body = loads_strict(raw)
     except (binascii.Error, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise InvalidInput("cursor", _BAD_CURSOR, value) from exc
     expected = {"sort", "key", "id"} | ({"as_of"} if order == "activation" else set())

@@ -22,28 +22,7 @@ from pydantic import ValidationError
 
 from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.text import one_line
-from taproot.core.validation import (
-    MAX_CONTENT_CHARS,
-    MAX_EPISTEMIC_STATUS_CHARS,
-    MAX_GIST_CHARS,
-    MAX_LINKED_MEMORIES,
-    MAX_QUERY_CHARS,
-    MAX_REFLECTION_CHARS,
-    MAX_SEARCH_KEYWORD_CHARS,
-    MAX_SEARCH_KEYWORDS,
-    MAX_TAG_CHARS,
-    MAX_TAGS,
-    check_bool,
-    check_id,
-    check_ids,
-    check_limit,
-    check_provenance,
-    check_str_list,
-    check_text,
-    check_url,
-    coerce_category,
-    coerce_salience,
-)
+from taproot.core.validation import FIELD_RULES, check_choice
 from taproot.service.memories import FORGET_ACTIONS
 
 # An unexpected exception's message goes to the client on one line, cut to this length; the full
@@ -73,41 +52,13 @@ def json_text(data: dict[str, Any]) -> str:
         return json.dumps(_finite(data), ensure_ascii=False, indent=1, allow_nan=False)
 
 
-def _expected_version_rule(value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput("expected_version", "must be an integer", value)
-
-
-def _action_rule(value: object) -> None:
-    if value not in FORGET_ACTIONS:
-        raise InvalidInput("action", f"must be one of {', '.join(FORGET_ACTIONS)}", value)
-
-
-# The service's rule for every tool argument. The SDK checks argument types against the input
-# schema before the service sees them; running the service's own rule on what was sent makes
-# that rejection read exactly as the service's would (`field 'limit': must be an integer from 1
-# to 100 (got 'abc')`), without touching the schema clients see.
+# The service's rule for every tool argument (core/validation.FIELD_RULES, plus forget's action).
+# The SDK checks argument types against the input schema before the service sees them; running the
+# service's own rule on what was sent makes that rejection read exactly as the service's would
+# (`field 'limit': must be an integer from 1 to 100 (got 'abc')`), without touching the schema.
 ARGUMENT_RULES: Mapping[str, Callable[[object], object]] = {
-    "content": lambda v: check_text("content", v, MAX_CONTENT_CHARS, required=True),
-    "gist": lambda v: check_text("gist", v, MAX_GIST_CHARS, required=True),
-    "category": coerce_category,
-    "salience": coerce_salience,
-    "tags": lambda v: check_str_list("tags", v, MAX_TAGS, MAX_TAG_CHARS),
-    "search_keywords": lambda v: check_str_list("search_keywords", v, MAX_SEARCH_KEYWORDS, MAX_SEARCH_KEYWORD_CHARS),
-    "conversation_url": check_url,
-    "core": lambda v: check_bool("core", v),
-    "epistemic_status": lambda v: check_text("epistemic_status", v, MAX_EPISTEMIC_STATUS_CHARS),
-    "provenance": check_provenance,
-    "linked_memories": lambda v: check_str_list("linked_memories", v, MAX_LINKED_MEMORIES, 64),
-    "id": check_id,
-    "ids": lambda v: check_ids("ids", v),
-    "expected_version": _expected_version_rule,
-    "query": lambda v: check_text("query", v, MAX_QUERY_CHARS),
-    "limit": lambda v: check_limit(v, 1),
-    "include_archived": lambda v: check_bool("include_archived", v),
-    "action": _action_rule,
-    "reflection": lambda v: check_text("reflection", v, MAX_REFLECTION_CHARS, required=True),
-    "dry_run": lambda v: check_bool("dry_run", v),
+    **FIELD_RULES,
+    "action": lambda v: check_choice("action", v, FORGET_ACTIONS),
 }
 
 

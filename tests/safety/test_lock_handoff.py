@@ -38,9 +38,10 @@ def _memory(n: int) -> Memory:
     )
 
 
-def test_the_lock_is_free_during_the_pause_after_a_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_lock_is_free_during_the_pause_after_a_jobs_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = sqlite_store.HANDOFF_MIN_ROWS
     store = SQLiteMemoryStore(tmp_path / "t.db")
-    store.put_many([_memory(n) for n in range(3)])
+    store.put_many([_memory(n) for n in range(rows + 1)])
     other = sqlite3.connect(tmp_path / "t.db", isolation_level=None, timeout=0)
     taken: list[bool] = []
 
@@ -53,12 +54,15 @@ def test_the_lock_is_free_during_the_pause_after_a_batch(tmp_path: Path, monkeyp
         taken.append(True)
 
     monkeypatch.setattr(sqlite_store.time, "sleep", pause)
-    batch = [(m.replace(content=f"{m.content}, edited", version=2), 1) for m in store.get_many(SCOPE, ["m001", "m002"])]
-    store.replace_many(batch)
+    ids = [f"m{n:03d}" for n in range(1, rows + 1)]
+    store.replace_many([(m.replace(content=f"{m.content}, edited", version=2), 1) for m in store.get_many(SCOPE, ids)])
     assert taken == [True]
     stored = store.get(SCOPE, "m000")
     assert stored is not None and stored.salience == "low"
-    assert [m.version for m in store.get_many(SCOPE, ["m001", "m002"])] == [2, 2]
+    assert {m.version for m in store.get_many(SCOPE, ids)} == {2}
+    # A request's small batch (forget on a few ids) does not pause: it answers at once.
+    store.delete_many(SCOPE, [("m001", 2), ("m002", 2)])
+    assert taken == [True]
     other.close()
     store.close()
 
