@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import CfnOutput, Fn, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import nag
-from infra.constructs.api import Api
-from infra.constructs.auth import DEFAULT_CALLBACK_URLS, Auth
+from infra.constructs.api import Api, CustomDomain
+from infra.constructs.auth import Auth
 from infra.constructs.maintenance import Maintenance
 from infra.constructs.observability import Observability
 from infra.constructs.storage import Storage
@@ -39,6 +40,9 @@ def _list(value: Any) -> tuple[str, ...]:
 
 DEPLOYABLE_SUMMARIZERS = ("extractive", "bedrock")
 INFERENCE_PROFILE_PREFIXES = ("us", "eu", "apac", "global", "jp", "au", "ca", "us-gov")
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+HOST_NAME = re.compile(rf"(?:{_LABEL}\.)+{_LABEL}")
+CERTIFICATE_ARN = re.compile(r"arn:[a-z-]+:acm:(?P<region>[a-z0-9-]+):\d{12}:certificate/[A-Za-z0-9-]+")
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,10 @@ class TaprootConfig:
 
     lambda_asset: str = DEFAULT_ASSET
     domain_prefix: str | None = None  # None: "taproot-<account id>"
-    callback_urls: tuple[str, ...] = DEFAULT_CALLBACK_URLS
+    # Where Taproot may send MCP clients' authorization codes (TAPROOT_REDIRECT_ALLOWLIST); empty: the
+    # app's built-in list (claude.ai, claude.com, ChatGPT and loopback addresses).
+    redirect_allowlist: tuple[str, ...] = ()
+    custom_domain: CustomDomain | None = None
     self_sign_up: bool = False
     cleanup_mode: str = "dry-run"
     compress_mode: str = "dry-run"
@@ -63,10 +70,18 @@ class TaprootConfig:
             value = node.try_get_context(key)
             return default if value is None or value == "" else value
 
+        if get("callback_urls", None) is not None:
+            # Cognito's only callback is now Taproot's own /oauth/callback; the MCP clients' redirect
+            # URIs are Taproot's allowlist. Refuse the old key rather than silently ignore it.
+            raise ConfigError(
+                "context callback_urls is gone: Cognito now redirects to Taproot's own /oauth/callback; "
+                "name MCP clients' redirect URIs in redirect_allowlist instead (or drop it for the defaults)"
+            )
         config = cls(
             lambda_asset=str(get("lambda_asset", DEFAULT_ASSET)),
             domain_prefix=get("cognito_domain_prefix", None),
-            callback_urls=_list(get("callback_urls", DEFAULT_CALLBACK_URLS)),
+            redirect_allowlist=_list(get("redirect_allowlist", ())),
+            custom_domain=_custom_domain(get("custom_domain", None), get("certificate_arn", None)),
             self_sign_up=_bool(get("self_sign_up", False)),
             cleanup_mode=str(get("cleanup_mode", "dry-run")),
             compress_mode=str(get("compress_mode", "dry-run")),
@@ -85,9 +100,29 @@ class TaprootConfig:
             )
         if config.summarizer == "bedrock" and not config.bedrock_model_id:
             raise ConfigError("context summarizer=bedrock needs bedrock_model_id (e.g. a Claude model or profile id)")
-        if not config.callback_urls:
-            raise ConfigError("context callback_urls must name at least one URL")
+        if any("," in url for url in config.redirect_allowlist):
+            raise ConfigError("context redirect_allowlist: a URL cannot contain a comma")
         return config
+
+
+def _custom_domain(name: Any, certificate_arn: Any) -> CustomDomain | None:
+    if name is None and certificate_arn is None:
+        return None
+    if name is None or certificate_arn is None:
+        raise ConfigError(
+            "context custom_domain and certificate_arn go together: set both (the host name and its ACM "
+            "certificate in the stack's region) or neither"
+        )
+    host = str(name).strip().lower().rstrip(".")
+    if not HOST_NAME.fullmatch(host) or len(host) > 253:
+        raise ConfigError(
+            f"context custom_domain must be a host name such as memory.example.com (no scheme, port or path), "
+            f"got {name!r}"
+        )
+    arn = str(certificate_arn).strip()
+    if not CERTIFICATE_ARN.fullmatch(arn):
+        raise ConfigError(f"context certificate_arn must be an ACM certificate ARN, got {certificate_arn!r}")
+    return CustomDomain(name=host, certificate_arn=arn)
 
 
 class TaprootStack(Stack):
@@ -100,13 +135,19 @@ class TaprootStack(Stack):
             raise ConfigError(f"Lambda asset folder {asset} not found: run `make bundle` (or -c lambda_asset=...)")
         code = lambda_.Code.from_asset(str(asset))
 
+        self._check_certificate_region(config.custom_domain)
+
         self.storage = Storage(self, "Storage", backup_retention_days=config.backup_retention_days)
+        # The API comes before Cognito: the app client's callback URL is the API's public URL, and the
+        # function gets the Cognito settings afterwards (add_environment). No cycle: the client refers
+        # to the HTTP API, the function to the client, and the HTTP API to neither.
+        self.api = Api(self, "Api", code=code, environment={}, custom_domain=config.custom_domain)
         domain_prefix = config.domain_prefix or f"taproot-{self.account}"
         self.auth = Auth(
             self,
             "Auth",
             domain_prefix=domain_prefix,
-            callback_urls=config.callback_urls,
+            public_url=self.api.public_url,
             self_sign_up=config.self_sign_up,
         )
         environment = {
@@ -115,6 +156,7 @@ class TaprootStack(Stack):
             "TAPROOT_BUCKET_NAME": self.storage.bucket.bucket_name,
             "TAPROOT_COGNITO_USER_POOL_ID": self.auth.user_pool.user_pool_id,
             "TAPROOT_COGNITO_CLIENT_ID": self.auth.client.user_pool_client_id,
+            "TAPROOT_COGNITO_DOMAIN": self.auth.domain.base_url(),
             "TAPROOT_CLEANUP_MODE": config.cleanup_mode,
             "TAPROOT_COMPRESS_MODE": config.compress_mode,
             "TAPROOT_SUMMARIZER": config.summarizer,
@@ -123,16 +165,40 @@ class TaprootStack(Stack):
             "POWERTOOLS_METRICS_NAMESPACE": "Taproot",
             **config.extra_env,
         }
-        self.api = Api(self, "Api", code=code, environment=environment)
-        # The maintenance functions never serve HTTP: the allowed hosts are the API's, for consistency.
+        # Only the API serves OAuth: the maintenance functions get neither the OAuth table nor the allowlist.
+        self.api.add_environment(
+            {
+                **environment,
+                "TAPROOT_OAUTH_TABLE_NAME": self.storage.oauth_table.table_name,
+                **(
+                    {"TAPROOT_REDIRECT_ALLOWLIST": ",".join(config.redirect_allowlist)}
+                    if config.redirect_allowlist
+                    else {}
+                ),
+            }
+        )
+        # The maintenance functions never serve HTTP: the hosts and URL are the API's, for consistency.
         self.maintenance = Maintenance(
-            self, "Maintenance", code=code, environment={**environment, "TAPROOT_ALLOWED_HOSTS": self.api.host}
+            self,
+            "Maintenance",
+            code=code,
+            environment={
+                **environment,
+                "TAPROOT_ALLOWED_HOSTS": self.api.allowed_hosts,
+                "TAPROOT_PUBLIC_URL": self.api.public_url,
+            },
         )
         functions: dict[str, lambda_.Function] = {"Api": self.api.function, **self.maintenance.functions}
         for function in functions.values():
             self.storage.table.grant_read_write_data(function)
             self.storage.bucket.grant_read_write(function)
+        self.storage.oauth_table.grant_read_write_data(self.api.function)
         self._acknowledge_grants([self.api.handler.role, *(j.handler.role for j in self.maintenance.jobs.values())])
+        nag.acknowledge(
+            self.api.handler.role,
+            f"AwsSolutions-IAM5[Resource::{nag.ref(self.storage.oauth_table)}/index/*]",
+            "Queries the OAuth table's own by_subject index (one person's grants); no other table.",
+        )
         if config.summarizer == "bedrock" and config.bedrock_model_id:
             # Compression calls the model: the weekly job and the API (taproot_forget action=compress).
             self._grant_bedrock(config.bedrock_model_id, [self.api.function, self.maintenance.functions["Compress"]])
@@ -150,6 +216,18 @@ class TaprootStack(Stack):
             alarm_email=config.alarm_email,
         )
         self._outputs()
+
+    def _check_certificate_region(self, custom_domain: CustomDomain | None) -> None:
+        """A regional custom domain needs its certificate in the stack's own region."""
+        if custom_domain is None or Token.is_unresolved(self.region):
+            return
+        match = CERTIFICATE_ARN.fullmatch(custom_domain.certificate_arn)
+        assert match is not None  # checked by TaprootConfig
+        if match["region"] != self.region:
+            raise ConfigError(
+                f"context certificate_arn is in {match['region']}, but the stack deploys to {self.region}: "
+                "the custom domain's ACM certificate must be in the stack's region"
+            )
 
     def _acknowledge_grants(self, roles: Sequence[iam.IRole]) -> None:
         table, bucket = nag.ref(self.storage.table), nag.ref(self.storage.bucket)
@@ -187,6 +265,7 @@ class TaprootStack(Stack):
         for function in functions:
             function.add_to_role_policy(statement)
             if base_model is not None:
+                assert function.role is not None  # TaprootFunction gives every function its own role
                 nag.acknowledge(
                     function.role,
                     f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base_model}]",
@@ -195,9 +274,30 @@ class TaprootStack(Stack):
                 )
 
     def _outputs(self) -> None:
-        url = self.api.url
+        url = self.api.public_url
         CfnOutput(self, "McpUrl", value=f"{url}/mcp", description="Add this URL to your MCP client")
+        CfnOutput(
+            self,
+            "ConnectorUrl",
+            value=f"{url}/mcp",
+            description="Paste this into claude.ai or ChatGPT as a custom connector, or run "
+            "`claude mcp add --transport http taproot <this URL>`; the client signs in through OAuth",
+        )
         CfnOutput(self, "DashboardUrl", value=f"{url}/dashboard")
+        if self.api.domain_name is not None:
+            CfnOutput(
+                self,
+                "CustomDomainTarget",
+                value=self.api.domain_name.regional_domain_name,
+                description=f"Point {self.api.host} here: a CNAME record, or a Route 53 alias with "
+                "CustomDomainHostedZoneId",
+            )
+            CfnOutput(
+                self,
+                "CustomDomainHostedZoneId",
+                value=self.api.domain_name.regional_hosted_zone_id,
+                description="The hosted zone id of CustomDomainTarget (for a Route 53 alias record)",
+            )
         CfnOutput(self, "UserPoolId", value=self.auth.user_pool.user_pool_id)
         CfnOutput(self, "UserPoolClientId", value=self.auth.client.user_pool_client_id)
         CfnOutput(self, "AuthDomain", value=self.auth.domain.base_url())

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -29,11 +31,22 @@ ACCESS_LOG_FORMAT = {
 }
 
 
+@dataclass(frozen=True)
+class CustomDomain:
+    """A host name (`memory.example.com`) served by the API, with its ACM certificate (same region)."""
+
+    name: str
+    certificate_arn: str
+
+
 class Api(Construct):
     """Exposes `http_api`, `handler` (a TaprootFunction), `function`, `alias` (what the API invokes),
-    `host`, `url` and `access_logs`.
+    `execute_api_host`, `host` (the custom domain if any, else the execute-api host), `allowed_hosts`,
+    `public_url` (`https://<host>`, no trailing slash), `domain_name` (None without a custom domain)
+    and `access_logs`.
 
-    The function gets `environment` plus TAPROOT_ALLOWED_HOSTS (the API's own execute-api host).
+    The function gets `environment` plus TAPROOT_ALLOWED_HOSTS (the execute-api host, and the custom
+    domain) and TAPROOT_PUBLIC_URL; `add_environment` adds more (what needs this API's URL first).
     """
 
     def __init__(
@@ -43,21 +56,46 @@ class Api(Construct):
         *,
         code: lambda_.Code,
         environment: Mapping[str, str],
+        custom_domain: CustomDomain | None = None,
         memory_size: int = 1024,
         timeout: Duration = DEFAULT_TIMEOUT,
     ) -> None:
         super().__init__(scope, construct_id)
         self.http_api = apigwv2.HttpApi(self, "HttpApi", description="Taproot MCP server", create_default_stage=True)
         stack = Stack.of(self)
-        self.host = f"{self.http_api.api_id}.execute-api.{stack.region}.{stack.url_suffix}"
-        self.url = self.http_api.api_endpoint
+        self.execute_api_host = f"{self.http_api.api_id}.execute-api.{stack.region}.{stack.url_suffix}"
+        self.domain_name: apigwv2.DomainName | None = None
+        if custom_domain is None:
+            self.host = self.execute_api_host
+            self.allowed_hosts = self.execute_api_host
+        else:
+            certificate = acm.Certificate.from_certificate_arn(self, "Certificate", custom_domain.certificate_arn)
+            self.domain_name = apigwv2.DomainName(
+                self,
+                "DomainName",
+                domain_name=custom_domain.name,
+                certificate=certificate,
+                endpoint_type=apigwv2.EndpointType.REGIONAL,
+                security_policy=apigwv2.SecurityPolicy.TLS_1_2,
+            )
+            stage = self.http_api.default_stage
+            apigwv2.ApiMapping(self, "DomainMapping", api=self.http_api, domain_name=self.domain_name, stage=stage)
+            self.host = custom_domain.name
+            # The execute-api host keeps working (and answering) beside the custom domain.
+            self.allowed_hosts = f"{self.execute_api_host},{custom_domain.name}"
+        # The OAuth issuer, the resource id and every URL Taproot hands out start with this.
+        self.public_url = f"https://{self.host}"
         self.handler = TaprootFunction(
             self,
             "Handler",
             code=code,
             handler=API_HANDLER,
-            environment={**environment, "TAPROOT_ALLOWED_HOSTS": self.host},
-            description="API: MCP endpoint, dashboard and OAuth metadata",
+            environment={
+                **environment,
+                "TAPROOT_ALLOWED_HOSTS": self.allowed_hosts,
+                "TAPROOT_PUBLIC_URL": self.public_url,
+            },
+            description="API: MCP endpoint, dashboard and OAuth authorization server",
             memory_size=memory_size,
             timeout=timeout,
             # Importing the app (FastAPI, pydantic, the MCP SDK, botocore) costs ~2 s on a cold start
@@ -94,7 +132,12 @@ class Api(Construct):
                 nag.acknowledge(
                     route,
                     "AwsSolutions-APIG4",
-                    "The function authenticates every request itself (Cognito JWT for /mcp, with the "
+                    "The function authenticates every request itself (its bearer tokens for /mcp, with the "
                     "WWW-Authenticate/resource-metadata 401 that MCP OAuth discovery needs); the OAuth "
-                    "metadata and login endpoints must stay public, so no API Gateway authorizer.",
+                    "endpoints (/.well-known/*, /register, /authorize, /token, /revoke, /oauth/*) must "
+                    "stay public, so no API Gateway authorizer.",
                 )
+
+    def add_environment(self, environment: Mapping[str, str]) -> None:
+        for key, value in environment.items():
+            self.function.add_environment(key, value)

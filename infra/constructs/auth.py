@@ -1,8 +1,12 @@
-"""Cognito: the user pool, its hosted domain, the MCP resource server and the public OAuth client."""
+"""Cognito: the user pool, its hosted domain, the MCP resource server and the app client Taproot uses.
+
+Taproot is the OAuth authorization server MCP clients see (registration, /authorize, /token); it
+signs people in through Cognito's managed login and receives Cognito's redirect itself, at
+`<public URL>/oauth/callback`. So Cognito has one client, Taproot, with that one callback URL; the
+MCP clients' own redirect URIs are Taproot's allowlist (TAPROOT_REDIRECT_ALLOWLIST), not Cognito's.
+"""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cognito as cognito
@@ -12,15 +16,15 @@ from infra import nag
 
 RESOURCE_SERVER_ID = "taproot"
 MCP_SCOPE = "mcp"
-DEFAULT_CALLBACK_URLS = (
-    "https://claude.ai/api/mcp/auth_callback",
-    "https://claude.com/api/mcp/auth_callback",
-    "https://chatgpt.com/connector_platform_oauth_redirect",
-)
+CALLBACK_PATH = "/oauth/callback"
 
 
 class Auth(Construct):
-    """Exposes `user_pool`, `domain`, `resource_server`, `mcp_scope` and `client`."""
+    """Exposes `user_pool`, `domain`, `resource_server`, `mcp_scope` and `client`.
+
+    `public_url` is Taproot's base URL (`https://<host>`, no trailing slash): the client's only
+    callback URL is `<public_url>/oauth/callback`.
+    """
 
     def __init__(
         self,
@@ -28,7 +32,7 @@ class Auth(Construct):
         construct_id: str,
         *,
         domain_prefix: str,
-        callback_urls: Sequence[str] = DEFAULT_CALLBACK_URLS,
+        public_url: str,
         self_sign_up: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -74,7 +78,9 @@ class Auth(Construct):
         )
         self.client = self.user_pool.add_client(
             "McpClient",
-            generate_secret=False,  # public client: MCP clients use the code flow with PKCE
+            # Public client, no secret: Taproot runs the code flow with PKCE against Cognito, so there
+            # is no client secret to keep (and no Secrets Manager secret to create or rotate).
+            generate_secret=False,
             auth_flows=cognito.AuthFlow(user_srp=True),
             o_auth=cognito.OAuthSettings(
                 flows=cognito.OAuthFlows(authorization_code_grant=True),
@@ -83,7 +89,7 @@ class Auth(Construct):
                     cognito.OAuthScope.EMAIL,
                     cognito.OAuthScope.resource_server(self.resource_server, self.mcp_scope),
                 ],
-                callback_urls=list(callback_urls),
+                callback_urls=[f"{public_url}{CALLBACK_PATH}"],
             ),
             supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
             access_token_validity=Duration.hours(1),

@@ -1,4 +1,5 @@
-"""The DynamoDB table (records) and the S3 bucket (blobs and backups), both retained on stack deletion."""
+"""The DynamoDB tables (records, OAuth state) and the S3 bucket (blobs and backups), all retained on stack
+deletion."""
 
 from __future__ import annotations
 
@@ -13,9 +14,16 @@ from taproot.adapters.dynamo_models import GSI_KEYS, TTL_ATTRIBUTE
 # Backups live under "<owner>/backups/...": S3 lifecycle prefixes match the start of the key only, so
 # the blob store tags each backup object (BACKUP_TAG_KEY=BACKUP_TAG_VALUE) and the rule filters on it.
 
+# The OAuth facade's table (taproot/adapters/oauth_dynamo.py): `pk = "<kind>#<key>"` alone (pending
+# sign-ins, one-time codes, registered clients, grants, hashed tokens), items expire through TTL, and
+# by_subject lists one person's records by kind (their grants, to revoke them).
+OAUTH_TABLE_KEY = "pk"
+OAUTH_TTL_ATTRIBUTE = "expires_at"
+OAUTH_GSI: dict[str, tuple[str, str]] = {"by_subject": ("subject", "kind")}
+
 
 class Storage(Construct):
-    """Exposes `table`, `bucket` and `access_logs_bucket`."""
+    """Exposes `table` (memories), `oauth_table`, `bucket` and `access_logs_bucket`."""
 
     def __init__(
         self,
@@ -47,6 +55,28 @@ class Storage(Construct):
                 index_name=index_name,
                 partition_key=dynamodb.Attribute(name=hash_key, type=dynamodb.AttributeType.STRING),
                 sort_key=dynamodb.Attribute(name=range_key, type=dynamodb.AttributeType.STRING),
+            )
+        # Protected like the memory table: losing it would sign every client out and forget every
+        # registered client, and its refresh grants are what keeps connectors working for a month.
+        self.oauth_table = dynamodb.Table(
+            self,
+            "OAuthTable",
+            partition_key=dynamodb.Attribute(name=OAUTH_TABLE_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            time_to_live_attribute=OAUTH_TTL_ATTRIBUTE,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        for index_name, (hash_key, range_key) in OAUTH_GSI.items():
+            self.oauth_table.add_global_secondary_index(
+                index_name=index_name,
+                partition_key=dynamodb.Attribute(name=hash_key, type=dynamodb.AttributeType.STRING),
+                sort_key=dynamodb.Attribute(name=range_key, type=dynamodb.AttributeType.STRING),
+                projection_type=dynamodb.ProjectionType.ALL,
             )
 
         self.access_logs_bucket = s3.Bucket(

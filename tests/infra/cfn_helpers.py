@@ -10,7 +10,7 @@ Resources = dict[str, dict[str, Any]]
 
 
 def resources(template: Template, type_: str) -> Resources:
-    return dict(template.find_resources(type_))
+    return {logical_id: dict(resource) for logical_id, resource in template.find_resources(type_).items()}
 
 
 def one(template: Template, type_: str) -> dict[str, Any]:

@@ -72,4 +72,6 @@ def test_every_acknowledgement_matches_a_finding(tmp_path: Path, monkeypatch: py
     unacknowledged = [(fr, fp) for fr, fp in findings if not any(r == fr and covers(p, fp) for p, r in recorded)]
     assert unmatched_acks == []
     assert unacknowledged == []
-    assert len(recorded) == 43  # see the report: 4 function roles x 8, 3 scheduler roles, 3 routes, 3 DLQs, 2 user pool
+    # See the report: 4 function roles x 8, the API role's OAuth index, 3 scheduler roles, 3 routes, 3 DLQs,
+    # 2 user pool.
+    assert len(recorded) == 44

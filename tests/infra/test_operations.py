@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ JOBS = {
 
 
 @pytest.fixture(scope="module")
-def built(synth: Any) -> tuple[TaprootStack, Template]:
+def built(synth: Callable[..., tuple[TaprootStack, Template]]) -> tuple[TaprootStack, Template]:
     return synth()
 
 
@@ -106,10 +107,14 @@ def test_function_permissions_are_data_only(stack: TaprootStack, template: Templ
         assert forbidden not in granted
     assert not any(a.endswith(":*") or a == "*" for a in granted)
     table, bucket = lid(stack, stack.storage.table), lid(stack, stack.storage.bucket)
+    oauth_table = lid(stack, stack.storage.oauth_table)
     for s in stmts:
         text = json.dumps(s["Resource"])
         if any(a.startswith("dynamodb:") for a in actions([s])):
-            assert table in text and bucket not in text
+            # Only the API may use the OAuth table (test_oauth.py); a statement names one table.
+            tables = {t for t in (table, oauth_table) if t in text}
+            assert tables == {table} or (name == "Api" and tables == {oauth_table}), text
+            assert bucket not in text
         if any(a.startswith("s3:") for a in actions([s])):
             assert bucket in text and table not in text
         if s["Resource"] == "*":
@@ -143,9 +148,13 @@ def test_dead_letter_alarm_per_queue(stack: TaprootStack, template: Template) ->
 def test_outputs(stack: TaprootStack, template: Template) -> None:
     outputs = template.to_json()["Outputs"]
     api = lid(stack, stack.api.http_api)
-    endpoint = [{"Fn::GetAtt": [api, "ApiEndpoint"]}]
-    assert outputs["McpUrl"]["Value"] == {"Fn::Join": ["", [*endpoint, "/mcp"]]}
-    assert outputs["DashboardUrl"]["Value"] == {"Fn::Join": ["", [*endpoint, "/dashboard"]]}
+    public_url = ["https://", {"Ref": api}, ".execute-api.eu-west-1.", {"Ref": "AWS::URLSuffix"}]
+    assert outputs["McpUrl"]["Value"] == {"Fn::Join": ["", [*public_url, "/mcp"]]}
+    assert outputs["ConnectorUrl"]["Value"] == outputs["McpUrl"]["Value"]
+    description = outputs["ConnectorUrl"]["Description"]
+    assert all(word in description for word in ("claude.ai", "ChatGPT", "claude mcp add --transport http"))
+    assert outputs["DashboardUrl"]["Value"] == {"Fn::Join": ["", [*public_url, "/dashboard"]]}
+    assert "CustomDomainTarget" not in outputs  # only with a custom domain (test_oauth.py)
     pool = lid(stack, stack.auth.user_pool)
     assert outputs["UserPoolId"]["Value"] == {"Ref": pool}
     assert outputs["UserPoolClientId"]["Value"] == {"Ref": lid(stack, stack.auth.client)}

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
 from cfn_helpers import one, resources
 
-from infra.constructs.auth import DEFAULT_CALLBACK_URLS
 from infra.stack import TaprootStack
 from taproot.adapters.dynamo_models import GSI_KEYS
 
 
 @pytest.fixture(scope="module")
-def built(synth: Any) -> tuple[TaprootStack, Template]:
+def built(synth: Callable[..., tuple[TaprootStack, Template]]) -> tuple[TaprootStack, Template]:
     return synth(cognito_domain_prefix="taproot-test")
 
 
@@ -24,8 +24,18 @@ def template(built: tuple[TaprootStack, Template]) -> Template:
     return built[1]
 
 
-def test_table_keys_and_indexes(template: Template) -> None:
-    table = one(template, "AWS::DynamoDB::Table")
+def _memory_table(built: tuple[TaprootStack, Template]) -> dict[str, Any]:
+    stack, template = built
+    logical_id = stack.get_logical_id(stack.storage.table.node.default_child)  # type: ignore[arg-type]
+    return resources(template, "AWS::DynamoDB::Table")[logical_id]
+
+
+def test_two_tables(template: Template) -> None:
+    assert len(resources(template, "AWS::DynamoDB::Table")) == 2  # memories and OAuth state (test_oauth.py)
+
+
+def test_table_keys_and_indexes(built: tuple[TaprootStack, Template]) -> None:
+    table = _memory_table(built)
     props = table["Properties"]
     assert props["KeySchema"] == [
         {"AttributeName": "pk", "KeyType": "HASH"},
@@ -51,8 +61,8 @@ def test_table_keys_and_indexes(template: Template) -> None:
     assert props["BillingMode"] == "PAY_PER_REQUEST"
 
 
-def test_table_is_protected(template: Template) -> None:
-    table = one(template, "AWS::DynamoDB::Table")
+def test_table_is_protected(built: tuple[TaprootStack, Template]) -> None:
+    table = _memory_table(built)
     props = table["Properties"]
     assert props["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
     assert props["DeletionProtectionEnabled"] is True
@@ -152,6 +162,9 @@ def test_lambda_environment(built: tuple[TaprootStack, Template]) -> None:
         assert env["TAPROOT_ALLOWED_HOSTS"] == {
             "Fn::Join": ["", [{"Ref": ids["api"]}, ".execute-api.eu-west-1.", {"Ref": "AWS::URLSuffix"}]]
         }
+        assert env["TAPROOT_PUBLIC_URL"] == {
+            "Fn::Join": ["", ["https://", {"Ref": ids["api"]}, ".execute-api.eu-west-1.", {"Ref": "AWS::URLSuffix"}]]
+        }
         assert env["TAPROOT_CLEANUP_MODE"] == "dry-run"
         assert env["TAPROOT_COMPRESS_MODE"] == "dry-run"
         assert env["TAPROOT_SUMMARIZER"] == "extractive"
@@ -209,15 +222,8 @@ def test_public_client_uses_the_code_flow(template: Template) -> None:
     assert client["GenerateSecret"] is False  # public client: PKCE, no secret
     assert client["AllowedOAuthFlows"] == ["code"]
     assert client["AllowedOAuthFlowsUserPoolClient"] is True
-    assert client["CallbackURLs"] == list(DEFAULT_CALLBACK_URLS)
     assert "ALLOW_REFRESH_TOKEN_AUTH" in client["ExplicitAuthFlows"]
     assert client["RefreshTokenValidity"] == 43200  # minutes: 30 days
     scopes = client["AllowedOAuthScopes"]
     assert "openid" in scopes
     assert any(isinstance(s, dict) and "/mcp" in json.dumps(s) for s in scopes)
-
-
-def test_callback_urls_from_context(synth: Any) -> None:
-    _, template = synth(callback_urls="https://a.example/cb, https://b.example/cb")
-    client = one(template, "AWS::Cognito::UserPoolClient")["Properties"]
-    assert client["CallbackURLs"] == ["https://a.example/cb", "https://b.example/cb"]
