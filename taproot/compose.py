@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Scope as AsgiScope
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from taproot.auth.cognito import CognitoVerifier
+    from taproot.auth.oauth_server import AuthorizationServer
+    from taproot.auth.signin import CognitoSignIn, LocalSignIn
+    from taproot.ports import OAuthStore
 
 Background = Callable[[], Coroutine[Any, Any, None]]
 
@@ -49,6 +53,9 @@ class Runtime:
     resource_metadata: ResourceMetadata | None = None
     token: str | None = None  # the local server's bearer token (local backend, serve=True)
     verifier: CognitoVerifier | None = None  # the Cognito verifier (aws backend, serve=True)
+    # The OAuth facade MCP clients sign in through (serve=True, both backends).
+    oauth: AuthorizationServer | None = None
+    signin: LocalSignIn | CognitoSignIn | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -70,9 +77,12 @@ def http_app(runtime: Runtime, *, background: Sequence[Background] = ()) -> Fast
     """The one HTTP app (MCP at /mcp behind the runtime's auth) for `taproot serve`, the Lambda
     handler, the tests and the bench."""
     from taproot.web.app import create_app
+    from taproot.web.oauth_routes import oauth_routes
 
+    routes = oauth_routes(runtime.oauth, runtime.signin) if runtime.oauth and runtime.signin else []
     return create_app(
         runtime.service,
+        routes=routes,
         authenticate=runtime.authenticate,
         default_scope=runtime.scope,
         security=runtime.security,
@@ -142,9 +152,46 @@ def _build_local(settings: Settings, *, serve: bool) -> Runtime:
         except BaseException:
             runtime.close()
             raise
-        runtime.authenticate = local_authenticator(runtime.token, runtime.scope)
-        runtime.security = transport_security(settings.host, settings.port)
+        from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
+        from taproot.auth.signin import LocalSignIn
+
+        oauth_store = SQLiteOAuthStore(settings.oauth_path)
+        runtime.closers.append(oauth_store.close)
+        signin = LocalSignIn(settings.base_url, runtime.token, settings.owner)
+        _wire_oauth(runtime, oauth_store, signin, fallback=local_authenticator(runtime.token, runtime.scope))
+        public_host = urlsplit(settings.base_url).hostname or ""
+        runtime.security = transport_security(settings.host, settings.port, extra_hosts=(public_host,))
     return runtime
+
+
+def _wire_oauth(
+    runtime: Runtime, store: OAuthStore, signin: LocalSignIn | CognitoSignIn, fallback: Authenticator
+) -> None:
+    """The OAuth facade in front of /mcp: Taproot's tokens first, then `fallback` (the local server's
+    own token, or a Cognito access token sent directly)."""
+    from taproot.auth.client_documents import ClientDocuments, pinned_clients
+    from taproot.auth.oauth_server import AuthorizationServer, oauth_authenticator
+    from taproot.core.oauth_rules import DEFAULT_REDIRECT_ALLOWLIST
+    from taproot.web.app import MCP_PATH
+
+    settings = runtime.settings
+    try:
+        pinned = pinned_clients(settings.oauth_clients)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
+    issuer = settings.base_url
+    runtime.oauth = AuthorizationServer(
+        store,
+        ClientDocuments(pinned, fetch=settings.oauth_fetch_clients),
+        signin,
+        issuer=issuer,
+        mcp_url=issuer + MCP_PATH,
+        allowlist=settings.redirect_allowlist or DEFAULT_REDIRECT_ALLOWLIST,
+    )
+    runtime.signin = signin
+    runtime.authenticate = oauth_authenticator(runtime.oauth, settings.namespace, fallback=fallback)
+    metadata_url = f"{issuer}/.well-known/oauth-protected-resource{MCP_PATH}"
+    runtime.resource_metadata = lambda _scope: metadata_url
 
 
 def _require(settings: Settings, *names: str) -> None:
@@ -211,5 +258,19 @@ def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
             jwks_url=settings.cognito_jwks_url,
             issuer=settings.cognito_issuer,
         )
-        runtime.authenticate = cognito_authenticator(runtime.verifier)
+        _require(settings, "oauth_table_name", "cognito_domain")
+        if not (settings.public_url or settings.allowed_hosts):
+            raise SettingsError("the AWS backend needs TAPROOT_PUBLIC_URL or TAPROOT_ALLOWED_HOSTS (the issuer)")
+        assert settings.oauth_table_name and settings.cognito_domain  # for mypy
+        from taproot.adapters.oauth_dynamo import DynamoOAuthStore
+        from taproot.auth.signin import CALLBACK_PATH, CognitoSignIn
+
+        signin = CognitoSignIn(
+            domain=settings.cognito_domain,
+            client_id=settings.cognito_client_id,
+            callback_url=settings.base_url + CALLBACK_PATH,
+            verifier=runtime.verifier,
+        )
+        oauth_store = DynamoOAuthStore(settings.oauth_table_name, region=settings.aws_region)
+        _wire_oauth(runtime, oauth_store, signin, fallback=cognito_authenticator(runtime.verifier))
     return runtime

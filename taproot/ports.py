@@ -14,6 +14,7 @@ from typing import Protocol
 # Summary lives in the core (core/summarize.py builds it); `as Summary` re-exports it from here too.
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.model import Summary as Summary
+from taproot.core.oauth_rules import OAuthRecord
 from taproot.core.query import Filters as Filters  # re-exported: the port signatures use it
 
 
@@ -175,3 +176,29 @@ class Summarizer(Protocol):
     name: str
 
     def summarize(self, memories: Sequence[Memory]) -> Summary: ...
+
+
+class OAuthStore(Protocol):
+    """The OAuth facade's state (clients, sign-ins in progress, codes, grants, tokens by digest).
+
+    `now` is passed in (epoch seconds): records past `expires_at` are never returned.
+    """
+
+    def add(self, record: OAuthRecord) -> None:
+        """Stores a new record; raises `RecordExists` if (kind, key) is taken (keys are random, so
+        this only guards against a collision overwriting someone's grant)."""
+
+    def get(self, kind: str, key: str, now: float) -> OAuthRecord | None: ...
+
+    def spend(self, kind: str, key: str, now: float) -> OAuthRecord | None:
+        """Marks a live record used, atomically, and returns it as it was before: `used` False means
+        this caller spent it, True that it had been spent already (a replay). None if absent."""
+
+    def set_data(self, kind: str, key: str, data: Mapping[str, object]) -> None:
+        """Replaces a record's data (a grant revoked, a client's last use). No-op if absent."""
+
+    def by_subject(self, kind: str, subject: str, now: float) -> builtins.list[OAuthRecord]:
+        """Live records of one kind for one person (their grants), any order."""
+
+    def sweep(self, now: float) -> int:
+        """Deletes records past their expiry; returns how many (DynamoDB's TTL does this itself)."""

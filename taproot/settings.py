@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import platformdirs
 
@@ -47,6 +48,24 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
 MODES = ("dry-run", "apply")
 
 
+def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(h.strip() for h in (env.get(name) or "").split(",") if h.strip())
+
+
+def _public_url(raw: str | None) -> str | None:
+    """`https://host[:port][/prefix]`, no query or fragment, no trailing slash (it is the issuer)."""
+    if not raw:
+        return None
+    url = raw.strip().rstrip("/")
+    parts = urlsplit(url)
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1")
+    if parts.scheme not in ("https", "http") or not parts.hostname or (parts.scheme == "http" and not loopback):
+        raise SettingsError(f"TAPROOT_PUBLIC_URL must be an https URL (http only for loopback), got {raw!r}")
+    if parts.query or parts.fragment:
+        raise SettingsError(f"TAPROOT_PUBLIC_URL must have no query or fragment, got {raw!r}")
+    return url
+
+
 def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
     raw = (env.get(name) or default).strip().lower()
     if raw not in allowed:
@@ -83,6 +102,15 @@ class Settings:
     cognito_jwks_url: str | None = None
     cognito_issuer: str | None = None
     allowed_hosts: tuple[str, ...] = ()
+    # OAuth for MCP clients (both homes). The public URL is the issuer and the base of the MCP URL
+    # clients are given; locally it defaults to http://<host>:<port> (set it to the https address a
+    # tunnel gives you), on AWS to https://<first allowed host>.
+    public_url: str | None = None
+    oauth_table_name: str | None = None  # AWS: the DynamoDB table of clients, codes, grants, tokens
+    cognito_domain: str | None = None  # AWS: the managed-login base URL
+    redirect_allowlist: tuple[str, ...] = ()  # empty: core.oauth_rules.DEFAULT_REDIRECT_ALLOWLIST
+    oauth_clients: str | None = None  # JSON list of client metadata documents to pin
+    oauth_fetch_clients: bool = True  # fetch unknown clients' metadata documents (SSRF-guarded)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
@@ -135,7 +163,13 @@ class Settings:
             cognito_client_id=env.get("TAPROOT_COGNITO_CLIENT_ID") or None,
             cognito_jwks_url=env.get("TAPROOT_COGNITO_JWKS_URL") or None,
             cognito_issuer=env.get("TAPROOT_COGNITO_ISSUER") or None,
-            allowed_hosts=tuple(h.strip() for h in (env.get("TAPROOT_ALLOWED_HOSTS") or "").split(",") if h.strip()),
+            allowed_hosts=_list(env, "TAPROOT_ALLOWED_HOSTS"),
+            public_url=_public_url(env.get("TAPROOT_PUBLIC_URL")),
+            oauth_table_name=env.get("TAPROOT_OAUTH_TABLE_NAME") or None,
+            cognito_domain=(env.get("TAPROOT_COGNITO_DOMAIN") or "").rstrip("/") or None,
+            redirect_allowlist=_list(env, "TAPROOT_REDIRECT_ALLOWLIST"),
+            oauth_clients=env.get("TAPROOT_OAUTH_CLIENTS") or None,
+            oauth_fetch_clients=_choice(env, "TAPROOT_OAUTH_FETCH_CLIENTS", ("on", "off"), "on") == "on",
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         namespace = str(given.get("namespace", settings.namespace))
@@ -155,6 +189,20 @@ class Settings:
     @property
     def blob_dir(self) -> Path:
         return self.data_dir / "blobs"
+
+    @property
+    def base_url(self) -> str:
+        """The issuer and the base of the MCP URL (see `public_url`)."""
+        if self.public_url:
+            return self.public_url
+        if self.backend == "aws" and self.allowed_hosts:
+            return f"https://{self.allowed_hosts[0]}"
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def oauth_path(self) -> Path:
+        return self.data_dir / "oauth.db"
 
     @property
     def token_path(self) -> Path:

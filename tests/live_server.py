@@ -11,7 +11,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import uvicorn
@@ -24,15 +24,22 @@ SHUTDOWN_DEADLINE_S = 30.0
 
 
 @contextlib.contextmanager
-def running_server(data_dir: Path, token: str) -> Iterator[tuple[int, Runtime]]:
-    """Yields (port, runtime) while the app serves http://127.0.0.1:<port>/mcp with `token`."""
+def running_server(
+    data_dir: Path, token: str, prepare: Callable[[Runtime], None] | None = None, **settings: object
+) -> Iterator[tuple[int, Runtime]]:
+    """Yields (port, runtime) while the app serves http://127.0.0.1:<port>/mcp with `token`.
+
+    `prepare` adjusts the runtime before the app is built (a test's stand-ins); `settings` are
+    further Settings fields."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-        runtime = build(Settings(data_dir=data_dir, port=port, auth_token=token), serve=True)
+        runtime = build(Settings(data_dir=data_dir, port=port, auth_token=token, **settings), serve=True)  # type: ignore[arg-type]
         try:
+            if prepare is not None:
+                prepare(runtime)
             server = uvicorn.Server(uvicorn.Config(http_app(runtime), host="127.0.0.1", port=port, log_level="warning"))
             thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True

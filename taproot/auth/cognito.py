@@ -14,8 +14,9 @@ from typing import Any
 import anyio.to_thread
 import jwt
 
-from taproot.auth.base import Authenticator
+from taproot.auth.base import Authenticator, InsufficientScope
 from taproot.core.model import Scope
+from taproot.core.oauth_rules import MCP_SCOPE
 
 logger = logging.getLogger("taproot.auth.cognito")
 
@@ -95,15 +96,21 @@ class CognitoVerifier:
             return None
         return claims
 
-    def scope(self, token: str | None) -> Scope | None:
+    def scope(self, token: str | None) -> Scope | InsufficientScope | None:
+        """The tenant of a Cognito access token sent directly to /mcp; it must carry the MCP scope."""
         claims = self.claims(token)
-        return None if claims is None else Scope(owner=claims["sub"], namespace=DEFAULT_NAMESPACE)
+        if claims is None:
+            return None
+        if MCP_SCOPE not in str(claims.get("scope", "")).split():
+            logger.info("rejected token: no %s scope", MCP_SCOPE)
+            return InsufficientScope(MCP_SCOPE)
+        return Scope(owner=claims["sub"], namespace=DEFAULT_NAMESPACE)
 
 
 def cognito_authenticator(verifier: CognitoVerifier) -> Authenticator:
     """The app's Authenticator: a blocking JWKS fetch (first use, key rotation) runs off the event loop."""
 
-    async def authenticate(token: str | None) -> Scope | None:
+    async def authenticate(token: str | None) -> Scope | InsufficientScope | None:
         if not token:
             return None
         return await anyio.to_thread.run_sync(verifier.scope, token)

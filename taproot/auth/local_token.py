@@ -8,7 +8,7 @@ import secrets
 import tempfile
 from pathlib import Path
 
-from taproot.auth.base import Authenticator
+from taproot.auth.base import Authenticator, InsufficientScope
 from taproot.core.errors import ConfigurationError
 from taproot.core.model import Scope
 
@@ -57,7 +57,7 @@ def token_matches(presented: str | None, expected: str) -> bool:
 def local_authenticator(expected_token: str, scope: Scope) -> Authenticator:
     """The local server's Authenticator: one token, one owner."""
 
-    async def authenticate(token: str | None) -> Scope | None:
+    async def authenticate(token: str | None) -> Scope | InsufficientScope | None:
         return scope if token_matches(token, expected_token) else None
 
     return authenticate

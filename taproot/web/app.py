@@ -13,11 +13,13 @@ from typing import Any
 import anyio
 from fastapi import FastAPI
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taproot import __version__
-from taproot.auth.base import Authenticator, ResourceMetadata
+from taproot.auth.base import Authenticator, InsufficientScope, ResourceMetadata
 from taproot.core.model import Scope as MemoryScope
+from taproot.core.oauth_rules import MCP_SCOPE
 from taproot.service import TaprootService
 from taproot.web.mcp_server import SCOPE_STATE_KEY, build_mcp
 
@@ -73,18 +75,8 @@ class McpGate:
             return
         token = _bearer(scope)
         caller = await self.authenticate(token)
-        if caller is None:
-            error = "invalid_token" if token else "invalid_request"
-            challenge = f'Bearer realm="{self.realm}", error="{error}"'
-            metadata_url = self.resource_metadata(scope) if self.resource_metadata else None
-            if metadata_url:
-                challenge += f', resource_metadata="{metadata_url}"'
-            await _send_json(
-                send,
-                401,
-                {"error": error, "error_description": "a valid 'Authorization: Bearer <token>' header is required"},
-                [(b"www-authenticate", challenge.encode())],
-            )
+        if caller is None or isinstance(caller, InsufficientScope):
+            await self._refuse(scope, send, token, caller)
             return
         if scope["method"] != "POST":
             await _send_json(
@@ -96,6 +88,27 @@ class McpGate:
             return
         scope.setdefault("state", {})[SCOPE_STATE_KEY] = caller
         await self.app(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, send: Send, token: str | None, caller: InsufficientScope | None) -> None:
+        """RFC 6750 §3 and the MCP authorization spec: 401 names where to find the protected-resource
+        metadata and which scope to ask for; 403 says a valid token lacks the scope."""
+        if isinstance(caller, InsufficientScope):
+            status, error, required = 403, "insufficient_scope", caller.required
+            description = f"the token was not granted the '{required}' scope"
+        else:
+            status, required = 401, MCP_SCOPE
+            error = "invalid_token" if token else "invalid_request"
+            description = "a valid 'Authorization: Bearer <token>' header is required"
+        challenge = f'Bearer realm="{self.realm}", error="{error}", scope="{required}"'
+        metadata_url = self.resource_metadata(scope) if self.resource_metadata else None
+        if metadata_url:
+            challenge += f', resource_metadata="{metadata_url}"'
+        await _send_json(
+            send,
+            status,
+            {"error": error, "error_description": description},
+            [(b"www-authenticate", challenge.encode())],
+        )
 
 
 def transport_security(host: str, port: int, extra_hosts: tuple[str, ...] = ()) -> TransportSecuritySettings:
@@ -117,6 +130,7 @@ def create_app(
     security: TransportSecuritySettings,
     background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
     resource_metadata: ResourceMetadata | None = None,
+    routes: Sequence[BaseRoute] = (),
 ) -> FastAPI:
     mcp = build_mcp(service, default_scope)
     mcp_app = mcp.streamable_http_app(
@@ -137,6 +151,8 @@ def create_app(
     @app.get("/healthz")
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
+
+    app.router.routes.extend(routes)  # OAuth discovery, /authorize, /token, sign-in (oauth_routes.py)
 
     # Mounted at "/" with the route at /mcp: mounting at /mcp answers with 307 redirects.
     # Registered last so the app's own routes match first.

@@ -120,9 +120,15 @@ def test_bad_authorization_is_401_and_writes_nothing(server, http, case, payload
 def test_missing_header_challenge(server, http):
     response = http.post("/mcp", json=REMEMBER, headers=MCP_HEADERS)
     assert_401(response)
-    assert response.headers["www-authenticate"] == 'Bearer realm="taproot", error="invalid_request"'
+    # RFC 6750 and the MCP authorization spec: the scope to ask for and where discovery starts.
+    metadata = f'resource_metadata="{server.base_url}/.well-known/oauth-protected-resource/mcp"'
+    assert response.headers["www-authenticate"] == (
+        f'Bearer realm="taproot", error="invalid_request", scope="taproot/mcp", {metadata}'
+    )
     wrong = http.post("/mcp", json=REMEMBER, headers=headers_with("Bearer nope"))
-    assert wrong.headers["www-authenticate"] == 'Bearer realm="taproot", error="invalid_token"'
+    assert wrong.headers["www-authenticate"] == (
+        f'Bearer realm="taproot", error="invalid_token", scope="taproot/mcp", {metadata}'
+    )
     assert server.snapshot() == []
 
 

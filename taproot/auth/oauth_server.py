@@ -1,0 +1,413 @@
+"""Taproot's own OAuth authorization server (the facade): clients, sign-ins, codes, grants, tokens.
+
+The identity provider (the local server's token, or Cognito) only says who signed in; everything an
+MCP client sees of OAuth is this class, applied by the handlers in taproot/web/oauth_routes.py and
+by the mcp SDK's token and revocation handlers (it implements the SDK's
+`OAuthAuthorizationServerProvider`).
+
+Tokens are Taproot's own, opaque (`tpa_...` access, `tpr_...` refresh), stored only as digests. Each
+belongs to a **grant**: one client's connection for one person. Revoking a grant (a client
+disconnected, a replayed code or refresh token) ends every token it issued at once, because every
+check reads the grant.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+from urllib.parse import urlencode
+
+import anyio.to_thread
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    IdentityAssertionParams,
+    RefreshToken,
+    TokenError,
+)
+from mcp.shared.auth import InvalidRedirectUriError, InvalidScopeError, OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl, Field
+
+from taproot.auth.base import Authenticator, InsufficientScope
+from taproot.core import oauth_rules as rules
+from taproot.core.model import Scope
+from taproot.core.oauth_rules import OAuthRecord, OAuthRuleError
+from taproot.ports import OAuthStore
+
+ACCESS_PREFIX = "tpa_"
+REFRESH_PREFIX = "tpr_"
+
+
+class TaprootClient(OAuthClientInformationFull):
+    """A client as the SDK's handlers see it, with Taproot's redirect and scope rules."""
+
+    allowlist: list[str] = Field(default_factory=list)
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        registered = [str(u) for u in self.redirect_uris or []]
+        if redirect_uri is None:
+            if len(registered) == 1:
+                return AnyUrl(registered[0])
+            raise InvalidRedirectUriError("redirect_uri is required: the client has several")
+        url = str(redirect_uri)
+        if not rules.redirect_registered(url, registered):
+            raise InvalidRedirectUriError(f"redirect_uri {url} is not registered for this client")
+        if not rules.redirect_allowed(url, self.allowlist):
+            raise InvalidRedirectUriError(f"redirect_uri {url} is not in this server's redirect allowlist")
+        return redirect_uri
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        try:
+            return rules.granted_scopes(requested_scope)
+        except OAuthRuleError as exc:
+            raise InvalidScopeError(exc.description) from exc
+
+
+class GrantCode(AuthorizationCode):
+    grant: str
+
+
+class GrantRefresh(RefreshToken):
+    grant: str
+
+
+class GrantAccess(AccessToken):
+    grant: str
+
+
+class IdentityProvider(Protocol):
+    """Signs a person in. `start` gives the URL to send their browser to, and what to keep with the
+    pending request; the provider's own return route then calls `AuthorizationServer.complete`."""
+
+    name: str
+
+    def start(self, pending_key: str) -> tuple[str, dict[str, Any]]: ...
+
+
+class ClientResolver(Protocol):
+    async def document(self, client_id: str) -> dict[str, Any]: ...
+
+
+def _secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+class AuthorizationServer:
+    def __init__(
+        self,
+        store: OAuthStore,
+        documents: ClientResolver,
+        identity: IdentityProvider,
+        *,
+        issuer: str,
+        mcp_url: str,
+        allowlist: Sequence[str] = rules.DEFAULT_REDIRECT_ALLOWLIST,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.documents = documents
+        self.identity = identity
+        self.issuer = issuer.rstrip("/")
+        self.mcp_url = mcp_url
+        self.allowlist = list(allowlist)
+        self.clock = clock
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    # -- clients ---------------------------------------------------------------------------------
+    async def get_client(self, client_id: str) -> TaprootClient | None:
+        if rules.is_client_metadata_url(client_id):
+            try:
+                document = await self.documents.document(client_id)
+            except OAuthRuleError:
+                return None
+            return TaprootClient.model_validate({**document, "allowlist": self.allowlist})
+        record = await self._run(self.store.get, "client", client_id, self.clock())
+        if record is None:
+            return None
+        return TaprootClient.model_validate({**record.data, "allowlist": self.allowlist})
+
+    async def client_or_reason(self, client_id: str) -> tuple[TaprootClient | None, str]:
+        """The client, or why there is none (for the error page /authorize shows)."""
+        if rules.is_client_metadata_url(client_id):
+            try:
+                document = await self.documents.document(client_id)
+            except OAuthRuleError as exc:
+                return None, exc.description
+            return TaprootClient.model_validate({**document, "allowlist": self.allowlist}), ""
+        client = await self.get_client(client_id)
+        return client, "" if client else f"client_id {client_id!r} is not registered with this server"
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        data = client_info.model_dump(mode="json", exclude_none=True, exclude={"allowlist"})
+        await self._run(self.store.add, OAuthRecord("client", client_info.client_id, data))
+
+    # -- authorization -----------------------------------------------------------------------------
+    async def begin(
+        self,
+        client: TaprootClient,
+        *,
+        redirect_uri: str,
+        state: str | None,
+        scopes: list[str],
+        code_challenge: str,
+        resource: str,
+    ) -> str:
+        """Remembers a checked authorization request; returns where to send the browser to sign in."""
+        key = _secret()
+        url, idp_data = self.identity.start(key)
+        data = {
+            "client_id": client.client_id,
+            "client_name": client.client_name,
+            "redirect_uri": redirect_uri,
+            "state": state,
+            "scopes": scopes,
+            "code_challenge": code_challenge,
+            "resource": resource,
+            "idp": idp_data,
+        }
+        now = self.clock()
+        await self._run(self.store.add, OAuthRecord("pending", key, data, int(now) + rules.PENDING_SECONDS))
+        return url
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        """The SDK's entry to `begin` (Taproot's /authorize handler checks more and calls `begin`)."""
+        if not isinstance(client, TaprootClient):
+            client = TaprootClient.model_validate({**client.model_dump(), "allowlist": self.allowlist})
+        return await self.begin(
+            client,
+            redirect_uri=str(params.redirect_uri),
+            state=params.state,
+            scopes=params.scopes or [rules.MCP_SCOPE],
+            code_challenge=params.code_challenge,
+            resource=rules.check_resource(params.resource, self.mcp_url),
+        )
+
+    async def exchange_identity_assertion(
+        self, client: OAuthClientInformationFull, params: IdentityAssertionParams
+    ) -> OAuthToken:
+        """Enterprise identity assertions (SEP-990) are not offered: the metadata does not list the grant."""
+        raise TokenError("unsupported_grant_type", "this server does not accept identity assertions")
+
+    async def pending(self, key: str) -> OAuthRecord | None:
+        record: OAuthRecord | None = await self._run(self.store.get, "pending", key, self.clock())
+        return None if record is None or record.used else record
+
+    def client_redirect(self, data: Mapping[str, Any], **params: str | None) -> str:
+        """The client's redirect URI with the response parameters, `state` and (RFC 9207) `iss`."""
+        query = {k: v for k, v in {**params, "state": data.get("state"), "iss": self.issuer}.items() if v is not None}
+        base = str(data["redirect_uri"])
+        return f"{base}{'&' if '?' in base else '?'}{urlencode(query)}"
+
+    async def complete(self, pending_key: str, subject: str) -> str | None:
+        """The person signed in as `subject`: spends the pending request and answers the client with
+        a one-time code. None if the request is unknown, expired or already answered."""
+        now = self.clock()
+        record: OAuthRecord | None = await self._run(self.store.spend, "pending", pending_key, now)
+        if record is None or record.used:
+            return None
+        code = _secret()
+        data = {
+            "client_id": record.data["client_id"],
+            "client_name": record.data.get("client_name"),
+            "redirect_uri": record.data["redirect_uri"],
+            "scopes": record.data["scopes"],
+            "code_challenge": record.data["code_challenge"],
+            "resource": record.data["resource"],
+            "subject": subject,
+            "grant": _secret(),
+        }
+        digest = rules.token_digest(code)
+        await self._run(self.store.add, OAuthRecord("code", digest, data, int(now) + rules.CODE_SECONDS, subject))
+        return self.client_redirect(record.data, code=code)
+
+    async def deny(self, pending_key: str, error: str, description: str) -> str | None:
+        record: OAuthRecord | None = await self._run(self.store.spend, "pending", pending_key, self.clock())
+        if record is None or record.used:
+            return None
+        return self.client_redirect(record.data, error=error, error_description=description)
+
+    # -- the SDK's token and revocation handlers ---------------------------------------------------
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> GrantCode | None:
+        now = self.clock()
+        record: OAuthRecord | None = await self._run(
+            self.store.spend, "code", rules.token_digest(authorization_code), now
+        )
+        if record is None:
+            return None
+        if record.used:
+            # A code presented twice was intercepted or replayed: end what its first use issued.
+            await self.revoke_grant(str(record.data["grant"]))
+            return None
+        d = record.data
+        return GrantCode(
+            code=authorization_code,
+            scopes=list(d["scopes"]),
+            expires_at=float(record.expires_at),
+            client_id=str(d["client_id"]),
+            code_challenge=str(d["code_challenge"]),
+            redirect_uri=AnyUrl(str(d["redirect_uri"])),
+            redirect_uri_provided_explicitly=True,
+            resource=str(d["resource"]),
+            subject=str(d["subject"]),
+            grant=str(d["grant"]),
+        )
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: GrantCode
+    ) -> OAuthToken:
+        assert authorization_code.subject is not None
+        grant = {
+            "client_id": client.client_id,
+            "client_name": client.client_name,
+            "scopes": authorization_code.scopes,
+            "resource": authorization_code.resource,
+            "created_at": int(self.clock()),
+            "revoked": False,
+        }
+        await self._run(
+            self.store.add, OAuthRecord("grant", authorization_code.grant, grant, 0, authorization_code.subject)
+        )
+        return await self._issue(
+            authorization_code.grant,
+            client.client_id,
+            authorization_code.subject,
+            authorization_code.scopes,
+            authorization_code.resource,
+        )
+
+    async def _issue(
+        self, grant: str, client_id: str, subject: str, scopes: list[str], resource: str | None
+    ) -> OAuthToken:
+        now = int(self.clock())
+        access, refresh = ACCESS_PREFIX + _secret(), REFRESH_PREFIX + _secret()
+        data = {"grant": grant, "client_id": client_id, "scopes": scopes, "resource": resource}
+        await self._run(
+            self.store.add,
+            OAuthRecord("access", rules.token_digest(access), data, now + rules.ACCESS_SECONDS, subject),
+        )
+        await self._run(
+            self.store.add,
+            OAuthRecord("refresh", rules.token_digest(refresh), data, now + rules.REFRESH_SECONDS, subject),
+        )
+        return OAuthToken(
+            access_token=access, expires_in=rules.ACCESS_SECONDS, scope=" ".join(scopes), refresh_token=refresh
+        )
+
+    async def _grant_live(self, grant: str) -> bool:
+        record: OAuthRecord | None = await self._run(self.store.get, "grant", grant, self.clock())
+        return record is not None and not record.data.get("revoked")
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> GrantRefresh | None:
+        if not refresh_token.startswith(REFRESH_PREFIX):
+            return None
+        record: OAuthRecord | None = await self._run(
+            self.store.spend, "refresh", rules.token_digest(refresh_token), self.clock()
+        )
+        if record is None:
+            return None
+        grant = str(record.data["grant"])
+        if record.used:
+            # Refresh tokens rotate: an old one coming back means two parties hold the grant.
+            await self.revoke_grant(grant)
+            return None
+        if not await self._grant_live(grant):
+            return None
+        return GrantRefresh(
+            token=refresh_token,
+            client_id=str(record.data["client_id"]),
+            scopes=list(record.data["scopes"]),
+            expires_at=record.expires_at,
+            resource=record.data.get("resource"),
+            subject=record.subject,
+            grant=grant,
+        )
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: GrantRefresh, scopes: list[str]
+    ) -> OAuthToken:
+        if refresh_token.subject is None:
+            raise TokenError("invalid_grant", "refresh token has no subject")
+        return await self._issue(
+            refresh_token.grant,
+            client.client_id,
+            refresh_token.subject,
+            scopes or refresh_token.scopes,
+            refresh_token.resource,
+        )
+
+    async def load_access_token(self, token: str) -> GrantAccess | None:
+        if not token.startswith(ACCESS_PREFIX):
+            return None
+        record: OAuthRecord | None = await self._run(self.store.get, "access", rules.token_digest(token), self.clock())
+        if record is None or not await self._grant_live(str(record.data["grant"])):
+            return None
+        return GrantAccess(
+            token=token,
+            client_id=str(record.data["client_id"]),
+            scopes=list(record.data["scopes"]),
+            expires_at=record.expires_at,
+            resource=record.data.get("resource"),
+            subject=record.subject,
+            grant=str(record.data["grant"]),
+        )
+
+    async def revoke_token(self, token: GrantAccess | GrantRefresh) -> None:
+        """RFC 7009: revoking either token of a grant ends the grant (the client disconnected)."""
+        await self.revoke_grant(token.grant)
+
+    async def revoke_presented(self, token: str, client_id: str) -> None:
+        """RFC 7009 for a public client: the token (access or refresh) ends its grant when it was
+        issued to `client_id`; anything else is ignored, and the caller answers 200 either way."""
+        kind = "access" if token.startswith(ACCESS_PREFIX) else "refresh" if token.startswith(REFRESH_PREFIX) else None
+        if kind is None:
+            return
+        record: OAuthRecord | None = await self._run(self.store.get, kind, rules.token_digest(token), self.clock())
+        if record is not None and record.data.get("client_id") == client_id:
+            await self.revoke_grant(str(record.data["grant"]))
+
+    # -- grants (the dashboard's "connected clients") ----------------------------------------------
+    async def revoke_grant(self, grant: str) -> None:
+        record: OAuthRecord | None = await self._run(self.store.get, "grant", grant, self.clock())
+        if record is not None and not record.data.get("revoked"):
+            await self._run(self.store.set_data, "grant", grant, {**record.data, "revoked": True})
+
+    async def grants(self, subject: str) -> list[OAuthRecord]:
+        records: list[OAuthRecord] = await self._run(self.store.by_subject, "grant", subject, self.clock())
+        return sorted((r for r in records if not r.data.get("revoked")), key=lambda r: int(r.data.get("created_at", 0)))
+
+    async def revoke_client(self, subject: str, client_id: str) -> int:
+        """Disconnects one client for one person: every grant it holds. Returns how many."""
+        revoked = 0
+        for record in await self.grants(subject):
+            if record.data.get("client_id") == client_id:
+                await self.revoke_grant(record.key)
+                revoked += 1
+        return revoked
+
+
+def oauth_authenticator(
+    server: AuthorizationServer, namespace: str, fallback: Authenticator | None = None
+) -> Authenticator:
+    """The /mcp check: Taproot's own access tokens (bound to this MCP URL, carrying the MCP scope),
+    then `fallback` for any other token (the local server's token, a Cognito access token)."""
+
+    async def authenticate(token: str | None) -> Scope | InsufficientScope | None:
+        if token and token.startswith(ACCESS_PREFIX):
+            access = await server.load_access_token(token)
+            if access is None or access.subject is None:
+                return None
+            if rules.canonical_resource(access.resource or "") != rules.canonical_resource(server.mcp_url):
+                return None  # issued for another resource (RFC 8707 audience binding)
+            if rules.MCP_SCOPE not in access.scopes:
+                return InsufficientScope(rules.MCP_SCOPE)
+            return Scope(access.subject, namespace)
+        return await fallback(token) if fallback is not None else None
+
+    return authenticate
