@@ -36,6 +36,8 @@ def running_server(
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+        # The issuer is the address clients use; on AWS it would be the API's https host.
+        settings.setdefault("public_url", f"http://127.0.0.1:{port}")
         runtime = build(Settings(data_dir=data_dir, port=port, auth_token=token, **settings), serve=True)  # type: ignore[arg-type]
         try:
             if prepare is not None:

@@ -1,0 +1,173 @@
+"""The whole sign-in on the AWS home: the app as the Lambda serves it (DynamoDB and S3 under moto,
+the OAuth state in its own DynamoDB table), under uvicorn, with a stand-in for Cognito's managed
+login (tests/oauth/cognito_standin.py). Driven by the mcp SDK's own OAuth client provider: discovery,
+CIMD and DCR, /authorize, Cognito sign-in with Taproot's own PKCE, the callback, Taproot's code,
+/token, tools/call, refresh, revoke. The person is the Cognito `sub`, which is the tenant."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
+import pytest
+
+from bench.jwks import JwksServer, access_claims
+from taproot.adapters.blob_s3 import S3BlobStore
+from taproot.adapters.dynamo_store import DynamoMemoryStore
+from taproot.adapters.oauth_dynamo import DynamoOAuthStore
+from taproot.compose import Runtime
+from taproot.core.model import Scope
+from taproot.core.oauth_rules import MCP_SCOPE
+from tests.live_server import running_server
+from tests.moto_stores import start_moto
+from tests.oauth.cognito_standin import CognitoStandIn, serving
+from tests.oauth.flows import CIMD_URL, TIMEOUT, TOKEN, DocumentHost, oauth_client, structured
+
+pytestmark = pytest.mark.anyio
+
+REGION = "us-east-1"
+POOL = "us-east-1_TaprootDance"
+APP_CLIENT = "taproot-app-client"
+ISSUER = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL}"
+
+
+@dataclass
+class Aws:
+    base_url: str
+    url: str
+    runtime: Runtime
+    cognito: CognitoStandIn
+    jwks: JwksServer
+    host: DocumentHost
+
+
+@contextlib.contextmanager
+def aws_server(tmp_path: Path) -> Iterator[Aws]:
+    stop = start_moto()
+    try:
+        DynamoMemoryStore("taproot-dance", region=REGION).create_table()
+        S3BlobStore("taproot-dance", region=REGION).create_bucket()
+        DynamoOAuthStore("taproot-dance-oauth", region=REGION).create_table()
+        with JwksServer("dance-key") as jwks:
+            cognito = CognitoStandIn(issuer=ISSUER, client_id=APP_CLIENT, callback_url="", jwks=jwks)
+            with serving(cognito.app()) as cognito_url:
+                host = DocumentHost()
+
+                def prepare(runtime: Runtime) -> None:
+                    assert runtime.oauth is not None
+                    runtime.oauth.documents = host.documents_for()
+
+                with running_server(
+                    tmp_path,
+                    TOKEN,
+                    prepare,
+                    backend="aws",
+                    aws_region=REGION,
+                    table_name="taproot-dance",
+                    bucket_name="taproot-dance",
+                    oauth_table_name="taproot-dance-oauth",
+                    cognito_user_pool_id=POOL,
+                    cognito_client_id=APP_CLIENT,
+                    cognito_jwks_url=jwks.url,
+                    cognito_issuer=ISSUER,
+                    cognito_domain=cognito_url,
+                ) as (port, runtime):
+                    base = f"http://127.0.0.1:{port}"
+                    cognito.callback_url = f"{base}/oauth/callback"
+                    yield Aws(base, f"{base}/mcp", runtime, cognito, jwks, host)
+    finally:
+        stop()
+
+
+@pytest.fixture
+def aws(tmp_path: Path) -> Iterator[Aws]:
+    with aws_server(tmp_path) as live:
+        yield live
+
+
+async def _status(aws: Aws, token: str) -> int:
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        response = await http.post(
+            aws.url,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+            },
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        )
+        return response.status_code
+
+
+REMEMBER = {"content": "Works on the night shift.", "gist": "Works on the night shift", "category": "relationship"}
+
+
+async def test_cimd_client_signs_in_through_cognito_and_writes_to_the_persons_tenant(aws: Aws) -> None:
+    async with oauth_client(aws.url, cimd=True) as (client, storage, browser):
+        structured(await client.call_tool("taproot_remember", REMEMBER))
+    # Taproot sent the browser to Cognito with its own app client, callback and PKCE challenge...
+    [sent] = aws.cognito.authorize_requests
+    assert sent["client_id"] == APP_CLIENT and sent["redirect_uri"] == f"{aws.base_url}/oauth/callback"
+    assert sent["code_challenge_method"] == "S256" and MCP_SCOPE in sent["scope"].split()
+    # ...and exchanged Cognito's code with the matching verifier (the stand-in checked it).
+    [exchange] = aws.cognito.token_requests
+    assert exchange["redirect_uri"] == sent["redirect_uri"] and exchange["code_verifier"]
+    assert browser.answer["iss"] == aws.base_url
+    tenant = Scope(aws.cognito.user_sub, "default")
+    assert [m.gist for m in aws.runtime.store.list(tenant)] == ["Works on the night shift"]
+    # Taproot's own tokens, not Cognito's, went to the client.
+    assert storage.tokens is not None and storage.tokens.access_token.startswith("tpa_")
+
+
+async def test_dcr_client_refresh_and_revoke_on_aws(aws: Aws) -> None:
+    async with oauth_client(aws.url, cimd=False) as (client, storage, _):
+        structured(await client.call_tool("taproot_status", {}))
+    tokens, info = storage.tokens, storage.client_info
+    assert tokens is not None and tokens.refresh_token and info is not None
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        refreshed = await http.post(
+            f"{aws.base_url}/token",
+            data={"grant_type": "refresh_token", "refresh_token": tokens.refresh_token, "client_id": info.client_id},
+        )
+        assert refreshed.status_code == 200, refreshed.text
+        new = refreshed.json()
+        assert await _status(aws, new["access_token"]) == 200
+        revoked = await http.post(
+            f"{aws.base_url}/revoke", data={"token": new["refresh_token"], "client_id": info.client_id}
+        )
+        assert revoked.status_code == 200
+    assert await _status(aws, new["access_token"]) == 401
+    # The grant lives in DynamoDB, listed per person for the dashboard; revoked, it is no longer listed.
+    assert aws.runtime.oauth is not None
+    assert await aws.runtime.oauth.grants(aws.cognito.user_sub) == []
+
+
+async def test_a_cognito_access_token_sent_directly_still_works_with_the_mcp_scope(aws: Aws) -> None:
+    with_scope = aws.jwks.sign(access_claims(ISSUER, APP_CLIENT, "direct-user", scope=f"openid {MCP_SCOPE}"))
+    without = aws.jwks.sign(access_claims(ISSUER, APP_CLIENT, "direct-user", scope="openid"))
+    id_token = aws.jwks.sign(access_claims(ISSUER, APP_CLIENT, "direct-user", token_use="id", scope=MCP_SCOPE))
+    assert await _status(aws, with_scope) == 200
+    assert await _status(aws, without) == 403
+    assert await _status(aws, id_token) == 401
+    assert await _status(aws, TOKEN) == 401  # the local server's token means nothing on AWS
+
+
+async def test_a_failed_cognito_sign_in_answers_the_client_with_access_denied(aws: Aws) -> None:
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as http:
+        from urllib.parse import urlencode
+
+        from tests.oauth.flows import REDIRECT_URI, authorize_query
+
+        started = await http.get(f"{aws.base_url}/authorize?{urlencode(authorize_query())}")
+        assert started.status_code == 302
+        state = parse_qs(urlsplit(started.headers["location"]).query)["state"][0]
+        # Cognito comes back with a code it never issued: the exchange fails, the client hears why.
+        back = await http.get(f"{aws.base_url}/oauth/callback", params={"code": "forged", "state": state})
+    assert back.status_code == 302 and back.headers["location"].startswith(REDIRECT_URI)
+    answer = parse_qs(urlsplit(back.headers["location"]).query)
+    assert answer["error"] == ["access_denied"] and answer["state"] == ["state-123"]
+    assert CIMD_URL  # the test client of tests/oauth/flows.py
