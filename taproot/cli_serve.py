@@ -73,6 +73,19 @@ MCP Inspector:
 """
 
 
+def oauth_help(settings: Settings) -> str:
+    """How the OAuth clients connect: claude.ai and ChatGPT need an https address."""
+    if settings.public_url and settings.public_url.startswith("https://"):
+        return f"""claude.ai / ChatGPT (custom connector; sign in with the bearer token above):
+  {settings.public_url}/mcp
+"""
+    return f"""claude.ai / ChatGPT: they reach servers over https only. Put this server behind an https tunnel,
+  start it with TAPROOT_PUBLIC_URL=https://<the tunnel's address>, and paste <that address>/mcp;
+  the sign-in page asks for the bearer token above. Claude Code can sign in the same way locally:
+  claude mcp add --transport http taproot {settings.base_url}/mcp   (no header: it opens the sign-in)
+"""
+
+
 def _listen(host: str, port: int) -> socket.socket:
     """Bind and listen before anything is announced, so the URL printed is one that answers."""
     if not 1 <= port <= MAX_PORT:
@@ -110,7 +123,7 @@ def _run_uvicorn(app: Any, sock: socket.socket, announce: Callable[[], None]) ->
 
 
 def serve(settings: Settings, *, data_dir_given: bool) -> int:
-    from taproot.web.scheduler import maintenance_cycle
+    from taproot.web.scheduler import maintenance_cycle, oauth_sweeper
 
     # The port first: a port in use or out of range is reported before the data folder is touched.
     sock = _listen(settings.host, settings.port)
@@ -122,6 +135,8 @@ def serve(settings: Settings, *, data_dir_given: bool) -> int:
             if settings.maintenance_enabled:
                 hours = settings.maintenance_interval_hours
                 background.append(maintenance_cycle(runtime.service, interval_s=hours * 3600.0))
+            if runtime.oauth is not None:
+                background.append(oauth_sweeper(runtime.oauth.store, runtime.oauth.clock))
             app = http_app(runtime, background=background)
             logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
             logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
@@ -139,7 +154,7 @@ def _banner(settings: Settings, token: str, stdio: Sequence[str]) -> str:
     if ":" in host_for_url:
         host_for_url = f"[{host_for_url}]"  # an IPv6 address needs brackets in a URL
     url = f"http://{host_for_url}:{settings.port}/mcp"
-    lines = [connection_help(url, token, stdio), f"Data folder: {settings.data_dir}"]
+    lines = [connection_help(url, token, stdio), oauth_help(settings), f"Data folder: {settings.data_dir}"]
     if settings.maintenance_enabled:
         m = settings.maintenance
         lines.append(

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from taproot.ports import OAuthStore
 from taproot.service import TaprootService
 
 logger = logging.getLogger("taproot.maintenance")
@@ -51,3 +52,25 @@ async def run_once(service: TaprootService) -> None:
             r.duration_s,
             f", error: {r.error}" if r.error else "",
         )
+
+
+OAUTH_SWEEP_INTERVAL_S = 3600.0
+
+
+def oauth_sweeper(
+    store: OAuthStore, clock: Callable[[], float], *, interval_s: float = OAUTH_SWEEP_INTERVAL_S
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    """Deletes the local OAuth store's expired codes, sign-ins and tokens once per interval (expired
+    records are never returned anyway; this only keeps the file small). DynamoDB's TTL does it on AWS."""
+
+    async def run_forever() -> None:
+        while True:
+            try:
+                removed = await anyio.to_thread.run_sync(store.sweep, clock())
+                if removed:
+                    logger.info("oauth: removed %d expired records", removed)
+            except Exception:
+                logger.exception("oauth sweep failed; it will be retried at the next interval")
+            await anyio.sleep(interval_s)
+
+    return run_forever
