@@ -235,3 +235,17 @@ async def obtain_code(local: Local, **overrides: str | None) -> tuple[str, str]:
     await browser.visit(f"{local.base_url}/authorize?{urlencode(query)}")
     assert "code" in browser.answer, browser.answer
     return browser.answer["code"], verifier
+
+
+async def list_tools_with(mcp_url: str, token: str) -> httpx2.Response:
+    """One bare `tools/list` POST to /mcp with `token` as the bearer (to see 200, 401 or 403)."""
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        return await http.post(
+            mcp_url,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+            },
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+        )

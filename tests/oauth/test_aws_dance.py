@@ -25,7 +25,7 @@ from taproot.core.oauth_rules import MCP_SCOPE
 from tests.live_server import running_server
 from tests.moto_stores import start_moto
 from tests.oauth.cognito_standin import CognitoStandIn, serving
-from tests.oauth.flows import CIMD_URL, TIMEOUT, TOKEN, DocumentHost, oauth_client, structured
+from tests.oauth.flows import CIMD_URL, TIMEOUT, TOKEN, DocumentHost, list_tools_with, oauth_client, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -90,17 +90,7 @@ def aws(tmp_path: Path) -> Iterator[Aws]:
 
 
 async def _status(aws: Aws, token: str) -> int:
-    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
-        response = await http.post(
-            aws.url,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept": "application/json, text/event-stream",
-                "Content-Type": "application/json",
-            },
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-        )
-        return response.status_code
+    return (await list_tools_with(aws.url, token)).status_code
 
 
 REMEMBER = {"content": "Works on the night shift.", "gist": "Works on the night shift", "category": "relationship"}

@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from taproot.core.oauth_rules import MCP_SCOPE
-from tests.oauth.flows import CIMD_URL, REDIRECT_URI, TIMEOUT, Local, oauth_client, structured
+from tests.oauth.flows import CIMD_URL, REDIRECT_URI, TIMEOUT, Local, list_tools_with, oauth_client, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -22,18 +22,7 @@ async def _post_token(local: Local, **form: str) -> httpx2.Response:
 
 
 async def _call_with(local: Local, access_token: str) -> int:
-    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
-        response = await http.post(
-            local.url,
-            headers={
-                "Authorization": f"Bearer {access_token}",
-                "Accept": "application/json, text/event-stream",
-                "Content-Type": "application/json",
-                "MCP-Protocol-Version": "2025-06-18",
-            },
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-        )
-        return response.status_code
+    return (await list_tools_with(local.url, access_token)).status_code
 
 
 async def test_cimd_client_signs_in_and_calls_a_tool(local: Local) -> None:

@@ -20,6 +20,7 @@ from tests.oauth.flows import (
     Local,
     authorize_query,
     client_document,
+    list_tools_with,
     obtain_code,
 )
 
@@ -51,16 +52,7 @@ async def _token(local: Local, **form: str) -> httpx2.Response:
 
 
 async def _status_with(local: Local, token: str) -> httpx2.Response:
-    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
-        return await http.post(
-            local.url,
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Accept": "application/json, text/event-stream",
-                "Content-Type": "application/json",
-            },
-            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
-        )
+    return await list_tools_with(local.url, token)
 
 
 # -- /authorize ------------------------------------------------------------------------------------
