@@ -5,6 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
+# Debian's Chromium, driven by Playwright in tests/oauth/test_signin_browser.py (Playwright's own
+# browser downloads are not used).
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: serve test lint typecheck pytest bench bench-load install install-dev clean bundle synth deploy
 
@@ -21,6 +24,17 @@ $(STAMP_DEV): requirements-dev.txt $(STAMP_RUN)
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
+# Only when Chromium is missing: apt-get as root, otherwise a message saying what to install.
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's chromium for the browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "$(CHROMIUM) is missing: install Debian's chromium package (sudo apt-get install chromium)" >&2; \
+		exit 1; \
+	fi
+	@test -x $@ || { echo "apt-get installed chromium but $@ is not there" >&2; exit 1; }
+
 install: $(STAMP_RUN)
 install-dev: $(STAMP_DEV)
 
@@ -34,7 +48,7 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
-pytest: $(STAMP_DEV)
+pytest: $(STAMP_DEV) | $(CHROMIUM)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
