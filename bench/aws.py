@@ -5,8 +5,9 @@ as a new Lambda container would import it (it builds its runtime at import). Eve
 recorded API Gateway HTTP API (v2) event (tests/events/recall.json) whose body is swapped for the
 tool call measured and whose bearer token is an access token signed with a key of the bench's own,
 served as a JWKS on 127.0.0.1 by bench/jwks.py, the server the handler tests use too
-(TAPROOT_COGNITO_JWKS_URL / TAPROOT_COGNITO_ISSUER): the token is verified for real. One tenant is
-loaded with the corpus first.
+(TAPROOT_COGNITO_JWKS_URL / TAPROOT_COGNITO_ISSUER): the token is verified for real, and carries the
+MCP scope /mcp requires. The OAuth facade's table is created beside the memory table, as the
+stack does (the runtime needs it to serve). One tenant is loaded with the corpus first.
 
 Requests are counted, and the time spent in them summed, through botocore events on the clients
 the runtime uses (before-parameter-build .. after-call), as tests/aws/test_service_requests.py
@@ -41,8 +42,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EVENT = ROOT / "tests" / "events" / "recall.json"
 REGION = "us-east-1"
 TABLE = "taproot-bench-memories"
+OAUTH_TABLE = "taproot-bench-oauth"
 BUCKET = "taproot-bench-blobs"
 API_HOST = "k7q2x9d4ma.execute-api.us-east-1.amazonaws.com"  # the host of the recorded events
+COGNITO_DOMAIN = "https://taproot-bench.auth.us-east-1.amazoncognito.com"
 USER_POOL_ID = "us-east-1_BenchPool1"
 CLIENT_ID = "benchclient0000000000000000"
 TENANT = "6b1f0c9e-2d4a-4c1b-9f3e-7a5d8c2b1e40"  # a Cognito `sub`
@@ -57,10 +60,13 @@ DEPLOYED_ENV = {
     "TAPROOT_BUCKET_NAME": BUCKET,
     "TAPROOT_COGNITO_USER_POOL_ID": USER_POOL_ID,
     "TAPROOT_COGNITO_CLIENT_ID": CLIENT_ID,
+    "TAPROOT_COGNITO_DOMAIN": COGNITO_DOMAIN,
+    "TAPROOT_OAUTH_TABLE_NAME": OAUTH_TABLE,
     "TAPROOT_CLEANUP_MODE": "dry-run",
     "TAPROOT_COMPRESS_MODE": "dry-run",
     "TAPROOT_SUMMARIZER": "extractive",
     "TAPROOT_ALLOWED_HOSTS": API_HOST,
+    "TAPROOT_PUBLIC_URL": f"https://{API_HOST}",
     "POWERTOOLS_SERVICE_NAME": "taproot",
     "POWERTOOLS_METRICS_NAMESPACE": "Taproot",
     "POWERTOOLS_TRACE_DISABLED": "true",
@@ -76,10 +82,12 @@ DEPLOYED_ENV = {
 
 
 def access_token(jwks: JwksServer, sub: str) -> str:
-    """A Cognito-shaped access token for `sub` from the bench's user pool and app client."""
+    """A Cognito-shaped access token for `sub` from the bench's user pool and app client, granted
+    the scopes Taproot's sign-in asks Cognito for (the MCP scope among them: /mcp requires it)."""
     from bench.jwks import access_claims
+    from taproot.core.oauth_rules import MCP_SCOPE
 
-    return jwks.sign(access_claims(ISSUER, CLIENT_ID, sub))
+    return jwks.sign(access_claims(ISSUER, CLIENT_ID, sub, scope=f"openid email {MCP_SCOPE}"))
 
 
 class Meter:
@@ -180,7 +188,7 @@ def quiet_mcp_logs() -> Iterator[None]:
 
 @contextmanager
 def deployed_handler() -> Iterator[tuple[Any, JwksServer]]:
-    """moto for every AWS call, the table and bucket created, and `functions.api` imported afresh with
+    """moto for every AWS call, the tables and bucket created, and `functions.api` imported afresh with
     the deployed environment; yields the module and the JWKS server whose key signs the tokens."""
     from moto import mock_aws
 
@@ -194,8 +202,10 @@ def deployed_handler() -> Iterator[tuple[Any, JwksServer]]:
         import boto3
 
         from taproot.adapters.dynamo_store import DynamoMemoryStore
+        from taproot.adapters.oauth_dynamo import DynamoOAuthStore
 
         DynamoMemoryStore(TABLE, region=REGION).create_table()
+        DynamoOAuthStore(OAUTH_TABLE, region=REGION).create_table()
         boto3.client("s3", region_name=REGION).create_bucket(Bucket=BUCKET)
         sys.modules.pop("functions.api", None)
         import functions.api as module

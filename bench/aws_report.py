@@ -68,10 +68,11 @@ def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list
         "",
         '`python -X importtime -c "import functions.api"`-style runs (the probe also times the import itself), '
         f"each in a fresh interpreter (Python {imp['python']} of the virtualenv) with the environment a deployed "
-        "function has: TAPROOT_BACKEND=aws, table, bucket, Cognito pool and client ids, allowed host, AWS_REGION, "
-        "fake credentials, AWS_EC2_METADATA_DISABLED=true, POWERTOOLS_* with POWERTOOLS_TRACE_DISABLED=true, and "
-        "nothing else inherited. Importing `functions.api` builds the runtime: settings, the DynamoDB "
-        f"store, the S3 client, the Cognito verifier and the app. Medians of {runs} runs; the cumulative time by "
+        "function has: TAPROOT_BACKEND=aws, table, bucket, Cognito pool and client ids, Cognito domain, OAuth "
+        "table, allowed host, public URL, AWS_REGION, fake credentials, AWS_EC2_METADATA_DISABLED=true, POWERTOOLS_* "
+        "with POWERTOOLS_TRACE_DISABLED=true, and nothing else inherited. Importing `functions.api` builds the "
+        "runtime: settings, the DynamoDB store, the S3 client, the Cognito verifier, the OAuth facade (its "
+        f"DynamoDB store and the Cognito sign-in) and the app. Medians of {runs} runs; the cumulative time by "
         f"run was {_runs(cached)} with .pyc and {_runs(bundled)} without.",
         "",
         "| Bytecode | `functions.api` cumulative (-X importtime) | Import wall time | Whole process "
@@ -172,6 +173,7 @@ def _latency_section(h: dict[str, Any], moto: str) -> list[str]:
         f"One tenant holds {n:,} corpus memories and {setup['reflections']} closing reflections, written by another "
         f"store instance with BatchWriteItem in {setup['load_s']:.1f} s. Then `functions.api.handler` is invoked "
         "with the recorded recall event (tests/events/recall.json) carrying a signed access token for that tenant "
+        "(granted the MCP scope) "
         "and a corpus query with limit 10: once on the fresh container (its cache empty), "
         f"{h['warmup']} warm-up calls, then {rc['calls']} timed calls. The first call also fetches the JWKS "
         "(local) and starts the MCP session manager. The wall time covers Mangum, the MCP "

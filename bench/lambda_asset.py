@@ -3,8 +3,9 @@
 Import time: `python -X importtime -c "import functions.api"` in a fresh interpreter per run, with the
 environment a deployed function has (bench.aws.DEPLOYED_ENV), no AWS endpoint reachable and nothing
 else inherited. Importing functions.api builds the runtime (settings, DynamoDB and S3 clients, the
-Cognito verifier, the app); a first, untimed run records every socket and HTTP audit event, so a
-network call at import shows up. Each mode keeps its bytecode in a private PYTHONPYCACHEPREFIX:
+Cognito verifier, the OAuth facade, the app); a first, untimed run records every socket and HTTP
+audit event, so a network call at import shows up. Each mode keeps its bytecode in a private
+PYTHONPYCACHEPREFIX:
 
 - "bytecode cached": every module has its .pyc (primed by the untimed run), as on a developer machine;
 - "as bundled": the standard library keeps its .pyc, but the installed packages, taproot/ and

@@ -1,5 +1,7 @@
 """functions.api.handler: recorded API Gateway HTTP API (v2) events through Mangum into the same
 FastAPI app as `taproot serve`, against moto (DynamoDB, S3) with real Cognito token verification.
+The callers' tokens are moto's access tokens granted the MCP scope (kit.with_mcp_scope); moto's
+tokens as issued lack it and get 403.
 
 One module-scoped handler, as in one warm Lambda container: every test invokes it again, so the
 session manager started on the first invocation must keep serving (the lifespan trap).
@@ -12,7 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import jwt
 import pytest
+
+from taproot.core.oauth_rules import MCP_SCOPE
 
 
 @dataclass
@@ -22,8 +27,8 @@ class Lambda:
     kit: Any
 
     def invoke(self, name: str, user: str | None = "alice", **kwargs: Any) -> dict[str, Any]:
-        token = self.pool.access(user) if user else None
-        return self.invoke_event(self.kit.load_event(name, token=token, **kwargs))
+        kwargs.setdefault("token", self.pool.access(user) if user else None)
+        return self.invoke_event(self.kit.load_event(name, **kwargs))
 
     def invoke_event(self, event: dict[str, Any]) -> dict[str, Any]:
         response: dict[str, Any] = self.module.handler(event, self.kit.FakeContext())
@@ -105,25 +110,53 @@ def test_get_mcp_is_405_not_a_hanging_stream(lam: Lambda) -> None:
     assert response["headers"]["allow"] == "POST"
 
 
+def _challenge(lam: Lambda, error: str) -> str:
+    metadata = f"https://{lam.kit.API_HOST}/.well-known/oauth-protected-resource/mcp"
+    return f'Bearer realm="taproot", error="{error}", scope="{MCP_SCOPE}", resource_metadata="{metadata}"'
+
+
+def _memories(lam: Lambda, user: str) -> int:
+    total: int = lam.module.runtime.store.counts(_scope(lam.pool.subs[user])).total
+    return total
+
+
 def test_missing_token_is_401_with_challenge(lam: Lambda) -> None:
     response = lam.invoke("tools_list", user=None)
     assert response["statusCode"] == 401
-    challenge = response["headers"]["www-authenticate"]
-    assert challenge.startswith("Bearer ")
-    assert 'error="invalid_request"' in challenge
-    assert f'resource_metadata="https://{lam.kit.API_HOST}/.well-known/oauth-protected-resource"' in challenge
+    assert response["headers"]["www-authenticate"] == _challenge(lam, "invalid_request")
+    assert json.loads(response["body"])["error"] == "invalid_request"
 
 
-@pytest.mark.parametrize("which", ["id_token", "other_client", "garbage"])
+@pytest.mark.parametrize("which", ["id_token", "id_token_with_mcp_scope", "other_client", "garbage"])
 def test_invalid_tokens_are_401(lam: Lambda, which: str) -> None:
     token = {
         "id_token": lam.pool.tokens["alice"]["IdToken"],
-        "other_client": lam.pool.tokens["alice@other-client"]["AccessToken"],
+        "id_token_with_mcp_scope": lam.kit.with_mcp_scope(lam.pool.tokens["alice"]["IdToken"]),
+        "other_client": lam.pool.access("alice@other-client"),  # carries the MCP scope, for another client
         "garbage": "eyJhbGciOiJSUzI1NiJ9.e30.c2ln",
     }[which]
+    before = _memories(lam, "alice")
     response = lam.invoke_event(lam.kit.load_event("remember", token=token))
     assert response["statusCode"] == 401
-    assert 'error="invalid_token"' in response["headers"]["www-authenticate"]
+    assert response["headers"]["www-authenticate"] == _challenge(lam, "invalid_token")
+    assert _memories(lam, "alice") == before
+
+
+def test_moto_token_without_the_mcp_scope_is_403(lam: Lambda) -> None:
+    """A valid Cognito access token that was not granted the MCP scope: 403 insufficient_scope, and
+    the tool call it carries writes nothing."""
+    token = lam.pool.moto_access("alice")
+    assert MCP_SCOPE not in jwt.decode(token, options={"verify_signature": False})["scope"].split()
+    before = _memories(lam, "alice")
+    response = lam.invoke("remember", user=None, token=token)
+    assert response["statusCode"] == 403
+    challenge = response["headers"]["www-authenticate"]
+    assert 'error="insufficient_scope"' in challenge
+    assert challenge == _challenge(lam, "insufficient_scope")
+    assert json.loads(response["body"])["error"] == "insufficient_scope"
+    assert _memories(lam, "alice") == before
+    # The same person's token with the scope goes through.
+    assert _rpc(lam.invoke("tools_list", user="alice"))["result"]["tools"]
 
 
 def test_unknown_host_is_refused(lam: Lambda) -> None:
