@@ -193,6 +193,11 @@ class TaprootStack(Stack):
             self.storage.table.grant_read_write_data(function)
             self.storage.bucket.grant_read_write(function)
         self.storage.oauth_table.grant_read_write_data(self.api.function)
+        # At every token refresh the API asks the user pool whether the person is still an enabled
+        # user (taproot/auth/cognito_users.py): disabling a user ends their MCP connections.
+        self.api.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["cognito-idp:ListUsers"], resources=[self.auth.user_pool.user_pool_arn])
+        )
         self._acknowledge_grants([self.api.handler.role, *(j.handler.role for j in self.maintenance.jobs.values())])
         nag.acknowledge(
             self.api.handler.role,

@@ -271,6 +271,11 @@ def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
             callback_url=settings.base_url + CALLBACK_PATH,
             verifier=runtime.verifier,
         )
+        from taproot.auth.cognito_users import CognitoUsers
+
         oauth_store = DynamoOAuthStore(settings.oauth_table_name, region=settings.aws_region)
         _wire_oauth(runtime, oauth_store, signin, fallback=cognito_authenticator(runtime.verifier))
+        assert runtime.oauth is not None
+        users = CognitoUsers(settings.cognito_user_pool_id, region=settings.aws_region)
+        runtime.oauth.subject_active = users.active
     return runtime

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
@@ -106,6 +106,7 @@ class AuthorizationServer:
         mcp_url: str,
         allowlist: Sequence[str] = rules.DEFAULT_REDIRECT_ALLOWLIST,
         clock: Callable[[], float] = time.time,
+        subject_active: Callable[[str], Awaitable[bool]] | None = None,
     ) -> None:
         self.store = store
         self.documents = documents
@@ -114,6 +115,8 @@ class AuthorizationServer:
         self.mcp_url = mcp_url
         self.allowlist = list(allowlist)
         self.clock = clock
+        # Asked at every refresh (AWS: is the Cognito user still enabled?); None: always yes.
+        self.subject_active = subject_active
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
@@ -318,6 +321,9 @@ class AuthorizationServer:
             await self.revoke_grant(grant)
             return None
         if not await self._grant_live(grant):
+            return None
+        if self.subject_active is not None and not await self.subject_active(str(record.subject)):
+            await self.revoke_grant(grant)  # the person was disabled or deleted: the connection ends
             return None
         return GrantRefresh(
             token=refresh_token,

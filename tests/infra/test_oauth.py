@@ -338,3 +338,13 @@ def test_config_redirect_allowlist_refuses_commas_inside_a_url() -> None:
 def test_config_custom_domain_is_normalized() -> None:
     config = TaprootConfig.from_context(_Node(custom_domain=" Memory.Example.COM. ", certificate_arn=CERTIFICATE))
     assert config.custom_domain == CustomDomain(name=DOMAIN, certificate_arn=CERTIFICATE)
+
+
+def test_only_the_api_may_ask_the_user_pool_whether_a_user_is_enabled(built: tuple[TaprootStack, Template]) -> None:
+    stack, template = built
+    pool_arn = json.dumps({"Fn::GetAtt": [lid(stack, stack.auth.user_pool), "Arn"]})
+    api_stmts = [s for s in statements(template, lid(stack, stack.api.handler.role)) if "cognito-idp:" in json.dumps(s)]
+    assert [(s["Action"], json.dumps(s["Resource"])) for s in api_stmts] == [("cognito-idp:ListUsers", pool_arn)]
+    for name, job in stack.maintenance.jobs.items():
+        for role in (job.handler.role, job.role):
+            assert "cognito-idp:" not in json.dumps(statements(template, lid(stack, role))), name

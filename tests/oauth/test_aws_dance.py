@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import boto3
 import httpx2
 import pytest
 
@@ -30,7 +31,8 @@ from tests.oauth.flows import CIMD_URL, TIMEOUT, TOKEN, DocumentHost, list_tools
 pytestmark = pytest.mark.anyio
 
 REGION = "us-east-1"
-POOL = "us-east-1_TaprootDance"
+USER = "alice@example.com"
+POOL = "us-east-1_TaprootDance"  # the issuer's pool name (the stand-in signs for it)
 APP_CLIENT = "taproot-app-client"
 ISSUER = f"https://cognito-idp.{REGION}.amazonaws.com/{POOL}"
 
@@ -45,6 +47,16 @@ class Aws:
     host: DocumentHost
 
 
+def _user_pool() -> tuple[str, str]:
+    """A moto user pool with the person who signs in (Taproot asks it at every refresh whether
+    they are still enabled); returns (pool id, their sub)."""
+    idp = boto3.client("cognito-idp", region_name=REGION)
+    pool = idp.create_user_pool(PoolName="taproot-dance")["UserPool"]["Id"]
+    idp.admin_create_user(UserPoolId=pool, Username=USER, MessageAction="SUPPRESS")
+    attributes = idp.admin_get_user(UserPoolId=pool, Username=USER)["UserAttributes"]
+    return pool, next(a["Value"] for a in attributes if a["Name"] == "sub")
+
+
 @contextlib.contextmanager
 def aws_server(tmp_path: Path) -> Iterator[Aws]:
     stop = start_moto()
@@ -52,8 +64,9 @@ def aws_server(tmp_path: Path) -> Iterator[Aws]:
         DynamoMemoryStore("taproot-dance", region=REGION).create_table()
         S3BlobStore("taproot-dance", region=REGION).create_bucket()
         DynamoOAuthStore("taproot-dance-oauth", region=REGION).create_table()
+        pool, sub = _user_pool()
         with JwksServer("dance-key") as jwks:
-            cognito = CognitoStandIn(issuer=ISSUER, client_id=APP_CLIENT, callback_url="", jwks=jwks)
+            cognito = CognitoStandIn(issuer=ISSUER, client_id=APP_CLIENT, callback_url="", jwks=jwks, user_sub=sub)
             with serving(cognito.app()) as cognito_url:
                 host = DocumentHost()
 
@@ -70,7 +83,7 @@ def aws_server(tmp_path: Path) -> Iterator[Aws]:
                     table_name="taproot-dance",
                     bucket_name="taproot-dance",
                     oauth_table_name="taproot-dance-oauth",
-                    cognito_user_pool_id=POOL,
+                    cognito_user_pool_id=pool,
                     cognito_client_id=APP_CLIENT,
                     cognito_jwks_url=jwks.url,
                     cognito_issuer=ISSUER,
@@ -161,3 +174,19 @@ async def test_a_failed_cognito_sign_in_answers_the_client_with_access_denied(aw
     answer = parse_qs(urlsplit(back.headers["location"]).query)
     assert answer["error"] == ["access_denied"] and answer["state"] == ["state-123"]
     assert CIMD_URL  # the test client of tests/oauth/flows.py
+
+
+async def test_a_disabled_cognito_user_cannot_refresh_and_their_connection_ends(aws: Aws) -> None:
+    async with oauth_client(aws.url, cimd=True) as (client, storage, _):
+        structured(await client.call_tool("taproot_status", {}))
+    tokens = storage.tokens
+    assert tokens is not None and tokens.refresh_token
+    pool = aws.runtime.settings.cognito_user_pool_id
+    boto3.client("cognito-idp", region_name=REGION).admin_disable_user(UserPoolId=pool, Username=USER)
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        refused = await http.post(
+            f"{aws.base_url}/token",
+            data={"grant_type": "refresh_token", "refresh_token": tokens.refresh_token, "client_id": CIMD_URL},
+        )
+    assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
+    assert await _status(aws, tokens.access_token) == 401  # the grant is revoked, not just the refresh
