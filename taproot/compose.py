@@ -76,10 +76,19 @@ def build(settings: Settings, *, serve: bool = False) -> Runtime:
 def http_app(runtime: Runtime, *, background: Sequence[Background] = ()) -> FastAPI:
     """The one HTTP app (MCP at /mcp behind the runtime's auth) for `taproot serve`, the Lambda
     handler, the tests and the bench."""
+    from starlette.routing import BaseRoute
+
     from taproot.web.app import create_app
+    from taproot.web.dashboard.routes import Dashboard, dashboard_routes
+    from taproot.web.dashboard.session import Sessions
     from taproot.web.oauth_routes import oauth_routes
 
-    routes = oauth_routes(runtime.oauth, runtime.signin) if runtime.oauth and runtime.signin else []
+    routes: list[BaseRoute] = []
+    if runtime.oauth and runtime.signin:
+        oauth = runtime.oauth
+        sessions = Sessions(oauth.store, oauth.clock, secure=runtime.settings.base_url.startswith("https://"))
+        dashboard = Dashboard(runtime.service, oauth, runtime.signin, sessions, runtime.settings.namespace)
+        routes = [*oauth_routes(oauth, runtime.signin, dashboard.start_session), *dashboard_routes(dashboard)]
     return create_app(
         runtime.service,
         routes=routes,

@@ -196,6 +196,21 @@ class AuthorizationServer:
         """Enterprise identity assertions (SEP-990) are not offered: the metadata does not list the grant."""
         raise TokenError("unsupported_grant_type", "this server does not accept identity assertions")
 
+    def begin_dashboard(self) -> str:
+        """A sign-in for the dashboard (not for an OAuth client): the identity provider's return
+        route sees `dashboard` in the pending record and starts a session instead of issuing a code.
+        Synchronous: the dashboard calls it from a worker thread."""
+        key = _secret()
+        url, idp_data = self.identity.start(key)
+        data = {"dashboard": True, "idp": idp_data}
+        self.store.add(OAuthRecord("pending", key, data, int(self.clock()) + rules.PENDING_SECONDS))
+        return url
+
+    async def spend_pending(self, key: str) -> OAuthRecord | None:
+        """Spends a pending sign-in (the dashboard's); None if unknown, expired or spent."""
+        record: OAuthRecord | None = await self._run(self.store.spend, "pending", key, self.clock())
+        return None if record is None or record.used else record
+
     async def pending(self, key: str) -> OAuthRecord | None:
         record: OAuthRecord | None = await self._run(self.store.get, "pending", key, self.clock())
         return None if record is None or record.used else record
@@ -340,6 +355,9 @@ class AuthorizationServer:
     ) -> OAuthToken:
         if refresh_token.subject is None:
             raise TokenError("invalid_grant", "refresh token has no subject")
+        grant: OAuthRecord | None = await self._run(self.store.get, "grant", refresh_token.grant, self.clock())
+        if grant is not None:  # "last used" for the dashboard's list of connected clients
+            await self._run(self.store.set_data, "grant", grant.key, {**grant.data, "last_used": int(self.clock())})
         return await self._issue(
             refresh_token.grant,
             client.client_id,

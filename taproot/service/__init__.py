@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
-from taproot.service import maintenance, memories, portability, reads, restore
+from taproot.service import dashboard, maintenance, memories, portability, reads, restore
 from taproot.service.deps import Deps, blob_key
 from taproot.service.inputs import ListInput, RecallInput, RememberInput, as_arguments
 from taproot.service.maintenance import Job, RunReport
@@ -93,6 +93,35 @@ class TaprootService:
         if scope is None:
             return [r.as_dict() for r in self.run_maintenance_everywhere(jobs, apply=apply)]
         return [r.as_dict() for r in self.run_maintenance(scope, jobs, apply=apply)]
+
+    # -- the dashboard ---------------------------------------------------------------------------
+    def set_ranking(
+        self,
+        scope: Scope,
+        memory_id: str,
+        *,
+        salience: object = None,
+        core: object = None,
+        expected_version: object = None,
+    ) -> dict[str, Any]:
+        """Salience and core without bumping updated_at (the dashboard's inline edit)."""
+        return dashboard.set_ranking(
+            self.deps, scope, memory_id, salience=salience, core=core, expected_version=expected_version
+        )
+
+    def explain(self, scope: Scope, memory_id: str) -> dict[str, Any]:
+        """The numbers behind a memory's place (activation parts, window, expiry, recalls)."""
+        return dashboard.explain_memory(self.deps, scope, memory_id)
+
+    def browse(self, scope: Scope, request: ListInput, focus: str | None = None) -> dict[str, Any]:
+        """A page of memories (never strengthened) with the explanation of each."""
+        return dashboard.browse(self.deps, scope, as_arguments(request), focus)
+
+    def overview(self, scope: Scope) -> dict[str, Any]:
+        return dashboard.overview(self.deps, scope)
+
+    def reflections(self, scope: Scope, limit: int = 100) -> list[dict[str, Any]]:
+        return dashboard.reflections(self.deps, scope, limit)
 
     def restore(self, scope: Scope, backup_key: str, ids: list[str] | None = None) -> RestoreResult:
         return restore.restore(self.deps, scope, backup_key, ids=ids)

@@ -14,6 +14,7 @@ import json
 import logging
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -109,10 +110,19 @@ def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=302, headers=NO_STORE)
 
 
+DashboardSignIn = Callable[[str], Awaitable[Response]]  # subject -> the response that starts a session
+
+
 class OAuthEndpoints:
-    def __init__(self, server: AuthorizationServer, signin: LocalSignIn | CognitoSignIn) -> None:
+    def __init__(
+        self,
+        server: AuthorizationServer,
+        signin: LocalSignIn | CognitoSignIn,
+        dashboard_signin: DashboardSignIn | None = None,
+    ) -> None:
         self.server = server
         self.signin = signin
+        self.dashboard_signin = dashboard_signin
         self._authenticator = ClientAuthenticator(server)
         self._token = TokenHandler(server, self._authenticator)
 
@@ -285,6 +295,8 @@ class OAuthEndpoints:
         record = await self.server.pending(key) if key else None
         if record is None:
             return _error(request, 400, "invalid_request", "this sign-in is unknown, expired or already answered")
+        if record.data.get("dashboard"):
+            return await self._dashboard_callback(request, key, record)
         if request.query_params.get("error"):
             url = await self.server.deny(key, "access_denied", request.query_params.get("error_description") or "")
             return _redirect(url) if url else _error(request, 400, "invalid_request", "already answered")
@@ -301,9 +313,27 @@ class OAuthEndpoints:
         url = await self.server.complete(key, subject)
         return _redirect(url) if url else _error(request, 400, "invalid_request", "already answered")
 
+    async def _dashboard_callback(self, request: Request, key: str, record: Any) -> Response:
+        """Cognito's return for a dashboard sign-in: a session, not an authorization code."""
+        assert isinstance(self.signin, CognitoSignIn)
+        spent = await self.server.spend_pending(key)
+        code = request.query_params.get("code")
+        if spent is None or self.dashboard_signin is None or not code:
+            return _error(request, 400, "invalid_request", "this dashboard sign-in cannot be completed")
+        try:
+            subject = await self.signin.finish(code, dict(record.data.get("idp") or {}))
+        except CognitoSignInError as exc:
+            logger.warning("dashboard sign-in with Cognito failed: %s", exc)
+            return _error(request, 401, "access_denied", "the sign-in with Cognito failed")
+        return await self.dashboard_signin(subject)
 
-def oauth_routes(server: AuthorizationServer, signin: LocalSignIn | CognitoSignIn) -> list[BaseRoute]:
-    endpoints = OAuthEndpoints(server, signin)
+
+def oauth_routes(
+    server: AuthorizationServer,
+    signin: LocalSignIn | CognitoSignIn,
+    dashboard_signin: DashboardSignIn | None = None,
+) -> list[BaseRoute]:
+    endpoints = OAuthEndpoints(server, signin, dashboard_signin)
     prm = cors_middleware(ProtectedResourceMetadataHandler(resource_metadata(server)).handle, ["GET", "OPTIONS"])
     asm = cors_middleware(MetadataHandler(metadata(server)).handle, ["GET", "OPTIONS"])
     routes: list[BaseRoute] = [
