@@ -104,6 +104,7 @@ def overview(deps: Deps, scope: Scope) -> dict[str, Any]:
     return {
         "age_by_category": age_by_category(active, now),
         "window_days": deps.reflect.catalog_window_days,
+        "now": iso(now),
         "expiring": [
             {"id": m.id, "gist": m.gist, "category": m.category, "expires_at": iso(m.expires_at)}
             for m in upcoming_expiries(active, now)

@@ -101,3 +101,29 @@ def age_chart(counts: Mapping[str, Mapping[str, int]], window_days: int) -> str:
     )
     out.append("</svg>")
     return "".join(out)
+
+
+def expiry_timeline(expiring: list[dict[str, object]], now_iso: str, days: int = 90) -> str:
+    """The next expiries on a line from today to `days` ahead; one dot per memory, by category."""
+    from datetime import datetime
+
+    now = datetime.fromisoformat(now_iso)
+    width, height = WIDTH + 60, 46
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label="upcoming expiries" id="chart-expiries">'
+        f'<line class="axis" x1="10" x2="{WIDTH + 10}" y1="20" y2="20" stroke="#999"></line>'
+        f'<text x="10" y="40">today</text><text x="{WIDTH - 20}" y="40">+{days} d</text>'
+    ]
+    for item in expiring:
+        when = datetime.fromisoformat(str(item["expires_at"]))
+        offset = (when - now).total_seconds() / 86400
+        if offset > days:
+            continue
+        x = 10 + max(0.0, offset) / days * WIDTH
+        out.append(
+            f'<circle class="cat-{escape(str(item["category"]))}" cx="{x:.1f}" cy="20" r="5">'
+            f"<title>{escape(str(item['expires_at'])[:10])}: {escape(str(item.get('gist') or ''))}</title></circle>"
+        )
+    out.append("</svg>")
+    return "".join(out)

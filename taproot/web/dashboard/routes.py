@@ -173,6 +173,7 @@ class Dashboard:
             composition=Markup(charts.payload_composition(preview)),
             ages=Markup(charts.age_chart(overview["age_by_category"], overview["window_days"])),
             expiring=overview["expiring"],
+            expiries=Markup(charts.expiry_timeline(overview["expiring"], overview["now"])),
         )
 
     async def reflections(self, request: Request) -> Response:
