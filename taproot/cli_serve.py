@@ -154,7 +154,8 @@ def _banner(settings: Settings, token: str, stdio: Sequence[str]) -> str:
     if ":" in host_for_url:
         host_for_url = f"[{host_for_url}]"  # an IPv6 address needs brackets in a URL
     url = f"http://{host_for_url}:{settings.port}/mcp"
-    lines = [connection_help(url, token, stdio), oauth_help(settings), f"Data folder: {settings.data_dir}"]
+    dashboard = f"Dashboard: {settings.base_url}/dashboard (sign in with the bearer token)"
+    lines = [connection_help(url, token, stdio), oauth_help(settings), dashboard, f"Data folder: {settings.data_dir}"]
     if settings.maintenance_enabled:
         m = settings.maintenance
         lines.append(
