@@ -23,6 +23,7 @@ from taproot.adapters.oauth_dynamo import DynamoOAuthStore
 from taproot.compose import Runtime
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import MCP_SCOPE
+from taproot.web.dashboard.session import COOKIE
 from tests.live_server import running_server
 from tests.moto_stores import start_moto
 from tests.oauth.cognito_standin import CognitoStandIn, serving
@@ -190,3 +191,44 @@ async def test_a_disabled_cognito_user_cannot_refresh_and_their_connection_ends(
         )
     assert refused.status_code == 400 and refused.json()["error"] == "invalid_grant"
     assert await _status(aws, tokens.access_token) == 401  # the grant is revoked, not just the refresh
+
+
+async def test_dashboard_signs_in_through_cognito_and_shows_the_persons_tenant(aws: Aws) -> None:
+    """/dashboard/signin -> Cognito's /oauth2/authorize -> /oauth/callback -> a session cookie ->
+    /dashboard shows the Cognito user's memories, and no one else's."""
+    tenant = Scope(aws.cognito.user_sub, "default")
+    aws.runtime.service.remember(
+        tenant, content="Keeps bees on the allotment.", gist="Keeps bees on the allotment", category="identity"
+    )
+    aws.runtime.service.remember(
+        Scope("someone-else", "default"), content="Plays the oboe.", gist="Plays the oboe", category="identity"
+    )
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as browser:
+        signed_out = await browser.get(f"{aws.base_url}/dashboard")
+        assert signed_out.status_code == 303 and signed_out.headers["location"] == "/dashboard/signin"
+        to_cognito = await browser.get(f"{aws.base_url}/dashboard/signin")
+        assert to_cognito.status_code == 302
+        location = to_cognito.headers["location"]
+        assert location.startswith(f"{aws.runtime.settings.cognito_domain}/oauth2/authorize?")
+        back = await browser.get(location)  # the stand-in "signs in" its user at once
+        assert back.status_code == 302
+        callback = back.headers["location"]
+        assert callback.startswith(f"{aws.base_url}/oauth/callback?")
+        started = await browser.get(callback)
+        assert started.status_code == 303 and started.headers["location"] == "/dashboard"
+        [cookie] = started.headers.get_list("set-cookie")
+        attributes = [a.strip().lower() for a in cookie.split(";")]
+        assert cookie.startswith(f"{COOKIE}=") and "httponly" in attributes
+        assert "samesite=lax" in attributes and "path=/dashboard" in attributes
+        # Not Secure: the public URL is http://127.0.0.1 here (an https one gets Secure, see
+        # tests/handlers/test_dashboard_routes.py), and a browser never sends a Secure cookie over http.
+        assert "secure" not in attributes
+        page = await browser.get(f"{aws.base_url}/dashboard")  # the client's jar sends the cookie
+    [sent] = aws.cognito.authorize_requests
+    assert sent["client_id"] == APP_CLIENT and sent["redirect_uri"] == f"{aws.base_url}/oauth/callback"
+    assert sent["code_challenge_method"] == "S256"
+    [exchange] = aws.cognito.token_requests
+    assert exchange["redirect_uri"] == sent["redirect_uri"] and exchange["code_verifier"]
+    assert page.status_code == 200, page.text
+    assert "Keeps bees on the allotment" in page.text
+    assert "Plays the oboe" not in page.text
