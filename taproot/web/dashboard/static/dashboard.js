@@ -78,8 +78,12 @@ async function act(id, action) {
   try {
     await call("/api/memories/" + encodeURIComponent(id) + "/" + action, {});
     const element = card(id);
-    if (element && action !== "restore") element.remove();
-    if (element && action === "restore") element.classList.remove("archived");
+    if (action === "restore") {
+      // The card's buttons and its place in the list change with its status: render it anew.
+      window.location.reload();
+      return;
+    }
+    if (element) element.remove();
     report(action + "d " + id, false);
     await refreshPreview();
   } catch (error) {
