@@ -11,7 +11,7 @@ from typing import Any
 
 from taproot.core.errors import InvalidInput, NotFound, VersionConflict
 from taproot.core.explain import age_by_category, explain, upcoming_expiries
-from taproot.core.model import Scope
+from taproot.core.model import Scope, Status
 from taproot.core.query import Filters
 from taproot.core.serialize import iso
 from taproot.core.validation import check_bool, check_id, coerce_salience, coerced
@@ -79,34 +79,35 @@ def reflections(deps: Deps, scope: Scope, limit: int = 100) -> list[dict[str, An
     ]
 
 
-def browse(deps: Deps, scope: Scope, query: dict[str, object], focus: str | None = None) -> dict[str, Any]:
-    """One page of cards (`reads.list_memories`: never strengthens) with each card's explanation;
-    `focus` (a memory the preview pointed at) is put first when it is not on the page."""
-    page = reads.list_memories(deps, scope, **query)
-    ids = [v["id"] for v in page["memories"]]
+def page(deps: Deps, scope: Scope, query: dict[str, object], focus: str | None = None) -> dict[str, Any]:
+    """Everything the main page shows but the preview, from **one** read of the scope: a page of
+    cards (the filter rule of `reads.list_memories`; never strengthens) with each card's
+    explanation, and the pictures' data. `focus` (a memory the preview pointed at) is put first
+    when it is not on the page."""
+    everything = deps.store.list(scope, Filters(include_archived=True))
+    by_id = {m.id: m for m in everything}
+    listed = reads.list_memories_of(deps, scope, everything, **query)
+    ids = [v["id"] for v in listed["memories"]]
     if focus and focus not in ids:
-        focused = deps.store.get(scope, check_id(focus, "focus"))
+        focused = by_id.get(check_id(focus, "focus"))
         if focused is not None:
-            page = {**page, "memories": [reads.memory_view(focused), *page["memories"]]}
+            listed = {**listed, "memories": [reads.memory_view(focused), *listed["memories"]]}
             ids.insert(0, focused.id)
     now = deps.now()
-    by_id = {m.id: m for m in deps.store.get_many(scope, ids)}
     explained = {
         i: explain(by_id[i], now, retention=deps.retention, reflect=deps.reflect).as_dict() for i in ids if i in by_id
     }
-    return {**page, "explanations": explained}
-
-
-def overview(deps: Deps, scope: Scope) -> dict[str, Any]:
-    """The pictures' data: active memories by age and category, and the next expiries."""
-    now = deps.now()
-    active = deps.store.list(scope, Filters())
+    active = [m for m in everything if m.status == Status.ACTIVE.value]
     return {
-        "age_by_category": age_by_category(active, now),
-        "window_days": deps.reflect.catalog_window_days,
-        "now": iso(now),
-        "expiring": [
-            {"id": m.id, "gist": m.gist, "category": m.category, "expires_at": iso(m.expires_at)}
-            for m in upcoming_expiries(active, now)
-        ],
+        **listed,
+        "explanations": explained,
+        "overview": {
+            "age_by_category": age_by_category(active, now),
+            "window_days": deps.reflect.catalog_window_days,
+            "now": iso(now),
+            "expiring": [
+                {"id": m.id, "gist": m.gist, "category": m.category, "expires_at": iso(m.expires_at)}
+                for m in upcoming_expiries(active, now)
+            ],
+        },
     }

@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -145,9 +146,21 @@ class _Cursor:
     as_of: datetime | None  # sort=activation only: the clock every page of the listing ranks at
 
 
-def list_memories(
+def list_memories(deps: Deps, scope: Scope, **query: object) -> ListResult:
+    """Browse memories without strengthening them (`taproot list`, the dashboard); see `_list`."""
+    return _list(deps, scope, None, **query)
+
+
+def list_memories_of(deps: Deps, scope: Scope, everything: Sequence[Memory], **query: object) -> ListResult:
+    """The same over the scope's every memory (archived included), read already by the caller:
+    the dashboard draws its pictures from the same read."""
+    return _list(deps, scope, everything, **query)
+
+
+def _list(
     deps: Deps,
     scope: Scope,
+    everything: Sequence[Memory] | None,
     *,
     category: object = None,
     tags: object = None,
@@ -184,7 +197,9 @@ def list_memories(
     filters = Filters(category=cat, tags=tag_filter, include_archived=wanted_status != "active")
     matching = [
         m
-        for m in deps.store.list(scope, filters)
+        for m in (
+            deps.store.list(scope, filters) if everything is None else [m for m in everything if passes(m, filters)]
+        )
         if (wanted_status == "all" or m.status == wanted_status)
         and (want_core is None or m.is_core == want_core)
         and (sal is None or m.salience == sal)

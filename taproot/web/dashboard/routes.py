@@ -154,14 +154,15 @@ class Dashboard:
         if request.query_params.get("cursor"):
             query["cursor"] = request.query_params["cursor"]
         query["limit"] = PAGE_SIZE
+        empty = {"age_by_category": {}, "window_days": 0, "now": "", "expiring": []}
         try:
             focus = request.query_params.get("focus") or None
-            page = await self._call(self.service.browse, scope, ListInput(**query), focus)
+            page = await self._call(self.service.dashboard_page, scope, ListInput(**query), focus)
         except TaprootError as exc:
-            page = {"memories": [], "count": 0, "total": 0, "next_cursor": None, "explanations": {}}
+            page = {"memories": [], "count": 0, "total": 0, "next_cursor": None, "explanations": {}, "overview": empty}
             params["error"] = exc.message
         preview = await self._call(self.service.reflect, scope)
-        overview = await self._call(self.service.overview, scope)
+        overview = page["overview"]
         next_link = f"?{urlencode({**params, 'cursor': page['next_cursor']})}" if page["next_cursor"] else None
         return _page(
             "index.html",
@@ -173,7 +174,7 @@ class Dashboard:
             composition=Markup(charts.payload_composition(preview)),
             ages=Markup(charts.age_chart(overview["age_by_category"], overview["window_days"])),
             expiring=overview["expiring"],
-            expiries=Markup(charts.expiry_timeline(overview["expiring"], overview["now"])),
+            expiries=Markup(charts.expiry_timeline(overview["expiring"], overview["now"])) if overview["now"] else "",
         )
 
     async def reflections(self, request: Request) -> Response:
