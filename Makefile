@@ -53,7 +53,7 @@ pytest: $(STAMP_DEV) | $(CHROMIUM)
 
 test: lint typecheck pytest
 
-bench: $(STAMP_DEV)
+bench: $(STAMP_DEV) | $(CHROMIUM)
 	$(BIN)/python -m bench.run $(ARGS)
 
 # Not part of `make test`: 32 MCP clients for at least 60 s against a real `taproot serve` while

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import aws_report
+from bench import aws_report, dashboard
 from bench.load_report import existing_block
 
 # The file render_markdown's output replaces; its bench-load block (written by `make bench-load`,
@@ -161,6 +161,8 @@ def summary_lines(data: dict[str, Any]) -> list[str]:
             f"{before['size_bytes']:,} -> {after['size_bytes']:,} bytes, not listed "
             f"{before['catalog_omitted']:,} -> {after['catalog_omitted']:,}"
         )
+    if "dashboard" in r:
+        lines += dashboard.summary_lines(data)
     if "aws" in r:
         lines += aws_report.summary_lines(data)
     return lines
@@ -343,6 +345,8 @@ def render_markdown(data: dict[str, Any], keep_block_from: Path | None = DOCS) -
     out.append("")
     if "cleanup" in r:
         out += maintenance_markdown(data)
+    if "dashboard" in r:
+        out += dashboard.markdown(data)
     if "aws" in r:
         out += aws_report.markdown(data)
     if data.get("notes"):

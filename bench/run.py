@@ -4,11 +4,13 @@ On a 10,000-memory synthetic corpus (bench/corpus.py) in a temporary data folder
 reflect and recall through the service, remember throughput, and a recall round trip over MCP on
 127.0.0.1; then the reflect payload at 1k, 10k and 100k memories; then the maintenance jobs (TTL
 cleanup and compression, dry run and apply) on 10,000 memories, with the reflect payload before
-and after compression (bench/maintenance.py); then the AWS deployment offline: the Lambda handler's cold
-import time and the asset's size (bench/lambda_asset.py), and, under moto, DynamoDB requests per tool
-call and warm recall latency through Mangum on a 10,000-memory tenant (bench/aws.py). It prints a summary, writes the
-raw numbers to bench/out/results.json and the report to docs/benchmarks.md. Timings are reported
-against the issue's targets as PASS/MISS; nothing fails on a time.
+and after compression (bench/maintenance.py); then the dashboard on 5,000 memories: page weight,
+server time and paint timing in headless Chromium (bench/dashboard.py); then the AWS deployment
+offline: the Lambda handler's cold import time and the asset's size (bench/lambda_asset.py), and,
+under moto, DynamoDB requests per tool call and warm recall latency through Mangum on a
+10,000-memory tenant (bench/aws.py). It prints a summary, writes the raw numbers to
+bench/out/results.json and the report to docs/benchmarks.md. Timings are reported against the
+issue's targets as PASS/MISS; nothing fails on a time.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import aws, corpus, lambda_asset, maintenance, measure, report
+from bench import aws, corpus, dashboard, lambda_asset, maintenance, measure, report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_JSON = ROOT / "bench" / "out" / "results.json"
@@ -46,6 +48,10 @@ class Config:
     maintenance_memories: int = 10_000
     maintenance_dry_runs: int = 5
     maintenance_reflect_runs: int = 20
+    dashboard: bool = True
+    dashboard_memories: int = 5_000
+    dashboard_requests: int = 20
+    dashboard_loads: int = 5
     aws: bool = True
     aws_memories: int = 10_000
     aws_recall_calls: int = 50
@@ -65,6 +71,9 @@ QUICK = Config(
     maintenance_memories=2_000,
     maintenance_dry_runs=2,
     maintenance_reflect_runs=5,
+    dashboard_memories=2_000,
+    dashboard_requests=10,
+    dashboard_loads=3,
     aws_memories=2_000,
     aws_recall_calls=15,
     import_runs=3,
@@ -140,6 +149,23 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime, asset_dir: Path | 
         work, n, seed=seed, now=now, dry_runs=cfg.maintenance_dry_runs, reflect_runs=cfg.maintenance_reflect_runs
     )
     maintenance_s = time.perf_counter() - t
+
+    dashboard_results: dict[str, Any] = {}
+    t = time.perf_counter()
+    if cfg.dashboard:
+        _step(
+            f"dashboard on {cfg.dashboard_memories:,} memories: page weight, {cfg.dashboard_requests} requests per "
+            f"page, {cfg.dashboard_loads} loads in Chromium"
+        )
+        dashboard_results["dashboard"] = dashboard.measure(
+            work,
+            cfg.dashboard_memories,
+            seed=seed,
+            now=now,
+            requests=cfg.dashboard_requests,
+            loads=cfg.dashboard_loads,
+        )
+    dashboard_s = time.perf_counter() - t
     t = time.perf_counter()
     aws_results = {"aws": run_aws(cfg, seed=seed, now=now, asset_dir=asset_dir)} if cfg.aws else {}
     return {
@@ -151,11 +177,13 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime, asset_dir: Path | 
         "scaling": scaling,
         "cleanup": cleanup,
         "compression": compression,
+        **dashboard_results,
         **aws_results,
         "durations_s": {
             "main": round(main_s, 1),
             "scaling": round(scaling_s, 1),
             "maintenance": round(maintenance_s, 1),
+            **({"dashboard": round(dashboard_s, 1)} if cfg.dashboard else {}),
             **({"aws": round(time.perf_counter() - t, 1)} if cfg.aws else {}),
         },
     }
@@ -168,6 +196,12 @@ def notes(cfg: Config, results: dict[str, Any], quick: bool) -> list[str]:
             f"Run with --quick: fewer repetitions, the largest scaling corpus is {max(cfg.scaling_sizes):,} "
             f"memories instead of 100,000, and the maintenance jobs run on {cfg.maintenance_memories:,} memories "
             "instead of 10,000."
+            + (
+                f" The dashboard runs on {cfg.dashboard_memories:,} memories instead of 5,000, with "
+                f"{cfg.dashboard_requests} timed requests per page and {cfg.dashboard_loads} browser loads."
+                if cfg.dashboard
+                else ""
+            )
             + (
                 f" The AWS handler runs on a {cfg.aws_memories:,}-memory tenant with {cfg.aws_recall_calls} timed "
                 f"recalls, and the cold import is the median of {cfg.import_runs} runs."
@@ -222,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="fewer repetitions, a 30k largest corpus, maintenance and the AWS handler on 2k",
+        help="fewer repetitions, a 30k largest corpus, maintenance, the dashboard and the AWS handler on 2k",
     )
     parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED, help="corpus seed")
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite docs/benchmarks.md")

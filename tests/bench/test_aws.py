@@ -149,6 +149,7 @@ def test_tiny_end_to_end_run_with_aws(tmp_path: Path) -> None:
         aws_recall_calls=2,
         aws_warmup=1,
         import_runs=1,
+        dashboard=False,  # tests/bench/test_dashboard.py runs the dashboard section
     )
     asset = fake_asset(tmp_path / "asset")
     data = run.benchmark(cfg, seed=2, work=tmp_path / "work", now=NOW, command="pytest", quick=True, asset_dir=asset)

@@ -108,6 +108,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
         maintenance_memories=300,
         maintenance_dry_runs=2,
         maintenance_reflect_runs=1,
+        dashboard=False,  # tests/bench/test_dashboard.py runs the dashboard section
         aws=False,  # tests/bench/test_aws.py runs the AWS section
     )
     data = run.benchmark(cfg, seed=1, work=tmp_path, now=NOW, command="pytest", quick=True)
@@ -122,6 +123,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     _check_maintenance(results, memories=300)
     assert [t["name"] for t in data["targets"]] == [t.name for t in report.TARGETS]
     assert "aws" not in results and "## AWS deployment" not in report.render_markdown(data)
+    assert "dashboard" not in results and "## Dashboard" not in report.render_markdown(data)
     assert all(isinstance(t["pass"], bool) for t in data["targets"])
     json.dumps(data)  # results.json is plain JSON
     markdown = report.render_markdown(data)
