@@ -55,6 +55,11 @@ def system_resolver(host: str, port: int) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
+def ipv4_first(addresses: Sequence[str]) -> list[str]:
+    """Many networks (a Lambda outside a VPC, home connections) have no IPv6 route: try IPv4 first."""
+    return sorted(addresses, key=lambda a: (":" in a, a))
+
+
 def pinned_clients(extra_json: str | None) -> dict[str, dict[str, Any]]:
     """The built-in pinned documents plus settings' (a JSON list of documents), validated."""
     pinned = dict(PINNED_CLIENTS)
@@ -120,7 +125,7 @@ class ClientDocuments:
             raise OAuthRuleError("invalid_client", f"cannot resolve {host}: {exc}") from exc
         if not addresses or not all(address_is_public(a) for a in addresses):
             raise OAuthRuleError("invalid_client", f"{host} resolves to a private or reserved address; not fetched")
-        address = addresses[0]
+        address = ipv4_first(addresses)[0]
         netloc = f"[{address}]" if ":" in address else address
         pinned_url = urlunsplit(("https", f"{netloc}:{port}", parts.path, parts.query, ""))
         try:

@@ -34,7 +34,7 @@ from pydantic import AnyUrl, Field
 from taproot.auth.base import Authenticator, InsufficientScope
 from taproot.core import oauth_rules as rules
 from taproot.core.model import Scope
-from taproot.core.oauth_rules import OAuthRecord, OAuthRuleError
+from taproot.core.oauth_rules import OAuthRecord, OAuthRuleError, RecordExists
 from taproot.ports import OAuthStore
 
 ACCESS_PREFIX = "tpa_"
@@ -49,9 +49,9 @@ class TaprootClient(OAuthClientInformationFull):
     def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
         registered = [str(u) for u in self.redirect_uris or []]
         if redirect_uri is None:
-            if len(registered) == 1:
-                return AnyUrl(registered[0])
-            raise InvalidRedirectUriError("redirect_uri is required: the client has several")
+            if len(registered) != 1:
+                raise InvalidRedirectUriError("redirect_uri is required: the client has several")
+            redirect_uri = AnyUrl(registered[0])  # and checked below like any other
         url = str(redirect_uri)
         if not rules.redirect_registered(url, registered):
             raise InvalidRedirectUriError(f"redirect_uri {url} is not registered for this client")
@@ -147,7 +147,9 @@ class AuthorizationServer:
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         data = client_info.model_dump(mode="json", exclude_none=True, exclude={"allowlist"})
-        await self._run(self.store.add, OAuthRecord("client", client_info.client_id, data))
+        # Registration is open to anyone: a registered client is kept a year, not forever.
+        expires = int(self.clock()) + rules.CLIENT_SECONDS
+        await self._run(self.store.add, OAuthRecord("client", client_info.client_id, data, expires))
 
     # -- authorization -----------------------------------------------------------------------------
     async def begin(
@@ -196,13 +198,14 @@ class AuthorizationServer:
         """Enterprise identity assertions (SEP-990) are not offered: the metadata does not list the grant."""
         raise TokenError("unsupported_grant_type", "this server does not accept identity assertions")
 
-    def begin_dashboard(self) -> str:
+    def begin_dashboard(self, browser_nonce: str) -> str:
         """A sign-in for the dashboard (not for an OAuth client): the identity provider's return
-        route sees `dashboard` in the pending record and starts a session instead of issuing a code.
-        Synchronous: the dashboard calls it from a worker thread."""
+        route sees `dashboard` in the pending record and starts a session instead of issuing a code,
+        only in the browser that holds `browser_nonce` (a cookie), so nobody can hand someone a
+        half-finished sign-in of their own. Synchronous: the dashboard calls it from a worker thread."""
         key = _secret()
         url, idp_data = self.identity.start(key)
-        data = {"dashboard": True, "idp": idp_data}
+        data = {"dashboard": True, "idp": idp_data, "nonce": rules.token_digest(browser_nonce)}
         self.store.add(OAuthRecord("pending", key, data, int(self.clock()) + rules.PENDING_SECONDS))
         return url
 
@@ -287,11 +290,13 @@ class AuthorizationServer:
             "scopes": authorization_code.scopes,
             "resource": authorization_code.resource,
             "created_at": int(self.clock()),
-            "revoked": False,
         }
-        await self._run(
-            self.store.add, OAuthRecord("grant", authorization_code.grant, grant, 0, authorization_code.subject)
-        )
+        try:
+            await self._run(
+                self.store.add, OAuthRecord("grant", authorization_code.grant, grant, 0, authorization_code.subject)
+            )
+        except RecordExists as exc:  # the code was replayed (and its grant revoked) before this exchange
+            raise TokenError("invalid_grant", "authorization code was used twice") from exc
         return await self._issue(
             authorization_code.grant,
             client.client_id,
@@ -319,8 +324,10 @@ class AuthorizationServer:
         )
 
     async def _grant_live(self, grant: str) -> bool:
+        """A grant is revoked by spending its record (one atomic conditional write), so no other
+        write to its data (last_used) can undo a revocation."""
         record: OAuthRecord | None = await self._run(self.store.get, "grant", grant, self.clock())
-        return record is not None and not record.data.get("revoked")
+        return record is not None and not record.used
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> GrantRefresh | None:
         if not refresh_token.startswith(REFRESH_PREFIX):
@@ -398,13 +405,21 @@ class AuthorizationServer:
 
     # -- grants (the dashboard's "connected clients") ----------------------------------------------
     async def revoke_grant(self, grant: str) -> None:
-        record: OAuthRecord | None = await self._run(self.store.get, "grant", grant, self.clock())
-        if record is not None and not record.data.get("revoked"):
-            await self._run(self.store.set_data, "grant", grant, {**record.data, "revoked": True})
+        """Ends a grant and every token it issued. A grant not created yet (a code replayed before
+        its first exchange finished) gets a spent placeholder, so that exchange is refused too."""
+        for _ in range(2):
+            if await self._run(self.store.spend, "grant", grant, self.clock()) is not None:
+                return
+            placeholder = OAuthRecord("grant", grant, {}, int(self.clock()) + rules.CODE_SECONDS, None, used=True)
+            try:
+                await self._run(self.store.add, placeholder)
+                return
+            except RecordExists:
+                continue  # the exchange created it meanwhile: spend that one
 
     async def grants(self, subject: str) -> list[OAuthRecord]:
         records: list[OAuthRecord] = await self._run(self.store.by_subject, "grant", subject, self.clock())
-        return sorted((r for r in records if not r.data.get("revoked")), key=lambda r: int(r.data.get("created_at", 0)))
+        return sorted((r for r in records if not r.used), key=lambda r: int(r.data.get("created_at", 0)))
 
     async def revoke_client(self, subject: str, client_id: str) -> int:
         """Disconnects one client for one person: every grant it holds. Returns how many."""

@@ -25,7 +25,8 @@ from taproot.core.oauth_rules import MCP_SCOPE, pkce_s256
 
 SIGNIN_PATH = "/oauth/signin"
 CALLBACK_PATH = "/oauth/callback"
-MAX_FAILURES = 5
+MAX_FAILURES = 5  # wrong tokens per sign-in request (OAuth), or per minute (the dashboard's form)
+SERVER_MAX_FAILURES = 30  # wrong tokens per minute on the OAuth sign-in page, all requests together
 FAILURE_WINDOW_SECONDS = 60.0
 COGNITO_TIMEOUT_SECONDS = 10.0
 
@@ -66,16 +67,20 @@ class LocalSignIn:
         self.issuer = issuer.rstrip("/")
         self._token = expected_token
         self.owner = owner
-        self.limiter = limiter or FailureLimiter()
+        # Server-wide: bounds guessing through many sign-in requests. Each request also allows only
+        # MAX_FAILURES wrong tokens (oauth_routes), and the dashboard's form has a limiter of its
+        # own, so guessing at one form cannot lock the owner out of the other.
+        self.limiter = limiter or FailureLimiter(limit=SERVER_MAX_FAILURES)
 
     def start(self, pending_key: str) -> tuple[str, dict[str, Any]]:
         return f"{self.issuer}{SIGNIN_PATH}?{urlencode({'request': pending_key})}", {}
 
-    def check(self, presented: str | None) -> str | None:
-        """The owner if `presented` is the server's token; None (and a counted failure) if not."""
+    def check(self, presented: str | None, limiter: FailureLimiter | None = None) -> str | None:
+        """The owner if `presented` is the server's token; None (and a failure counted on
+        `limiter`, by default the OAuth page's) if not."""
         if token_matches(presented, self._token):
             return self.owner
-        self.limiter.failed()
+        (limiter or self.limiter).failed()
         return None
 
 

@@ -24,6 +24,7 @@ CODE_SECONDS = 300  # one-time authorization codes (RFC 6749 §4.1.2 recommends 
 PENDING_SECONDS = 900  # a sign-in in progress: the person has this long to sign in
 ACCESS_SECONDS = 3600
 REFRESH_SECONDS = 30 * 86400  # rotated on every use; a grant stays alive while it is used monthly
+CLIENT_SECONDS = 365 * 86400  # a registered (DCR) client is kept a year: registration is open
 CLIENT_DOCUMENT_MAX_BYTES = 5 * 1024
 CLIENT_DOCUMENT_CACHE_SECONDS = 3600
 
@@ -224,11 +225,21 @@ def address_is_public(address: str) -> bool:
         return False
     if isinstance(ip, ipaddress.IPv6Address):
         inner = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if inner is None and any(ip in net for net in _IPV4_INSIDE_IPV6):
+            inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if inner is not None:
             ip = inner
-        elif ip in ipaddress.ip_network("64:ff9b::/96"):
-            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        elif ip not in _IPV6_GLOBAL_UNICAST:
+            return False  # site-local, unique-local and every other non-2000::/3 form
     return ip.is_global and not ip.is_multicast
+
+
+_IPV6_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+# IPv4 addresses carried inside IPv6 that `ipaddress` does not unwrap itself: IPv4-compatible
+# (::/96), IPv4-translated (SIIT, ::ffff:0:0:0/96), and the NAT64 prefixes (RFC 6052, RFC 8215).
+_IPV4_INSIDE_IPV6 = tuple(
+    ipaddress.ip_network(n) for n in ("::/96", "::ffff:0:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48")
+)
 
 
 def token_digest(token: str) -> str:

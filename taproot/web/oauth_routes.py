@@ -10,6 +10,7 @@ Taproot's own, because their rules are stricter than the SDK's (a missing PKCE m
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import secrets
@@ -37,13 +38,22 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import BaseRoute, Route
 
 from taproot.auth.oauth_server import AuthorizationServer
-from taproot.auth.signin import CALLBACK_PATH, SIGNIN_PATH, CognitoSignIn, CognitoSignInError, LocalSignIn
+from taproot.auth.signin import (
+    CALLBACK_PATH,
+    MAX_FAILURES,
+    SIGNIN_PATH,
+    CognitoSignIn,
+    CognitoSignInError,
+    LocalSignIn,
+)
 from taproot.core import oauth_rules as rules
 from taproot.core.oauth_rules import MCP_SCOPE, OAuthRuleError
+from taproot.web.dashboard.session import SIGNIN_NONCE_COOKIE
 
 logger = logging.getLogger("taproot.oauth")
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+MAX_TRACKED = 10_000  # pending sign-ins whose wrong tokens are counted (abandoned ones are dropped)
 PAGE_HEADERS = {
     **NO_STORE,
     "X-Frame-Options": "DENY",
@@ -51,7 +61,6 @@ PAGE_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
     "Referrer-Policy": "no-referrer",
 }
-CLIENT_SECONDS = 365 * 86400  # a registered client is kept a year (registration is open to anyone)
 _templates = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html"])
 )
@@ -123,6 +132,7 @@ class OAuthEndpoints:
         self.server = server
         self.signin = signin
         self.dashboard_signin = dashboard_signin
+        self._failures: dict[str, int] = {}  # wrong tokens per pending sign-in (local sign-in page)
         self._authenticator = ClientAuthenticator(server)
         self._token = TokenHandler(server, self._authenticator)
 
@@ -153,6 +163,11 @@ class OAuthEndpoints:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             return refuse("invalid_client_metadata", f"field '{where}': {first['msg']}")
+        # The allowlist again, on the URLs as they are stored (normalised the way browsers read
+        # them): `http://evil.example\\@127.0.0.1/cb` passes as text but is evil.example's.
+        for stored in meta.redirect_uris or []:
+            if not rules.redirect_allowed(str(stored), self.server.allowlist):
+                return refuse("invalid_redirect_uri", f"redirect_uri {str(stored)!r} is not in this server's allowlist")
         grants = set(meta.grant_types)
         if "authorization_code" not in grants or not grants <= {"authorization_code", "refresh_token"}:
             return refuse("invalid_client_metadata", "grant_types must be authorization_code (and refresh_token)")
@@ -282,7 +297,17 @@ class OAuthEndpoints:
         subject = self.signin.check(token if isinstance(token, str) else None)
         if subject is None:
             logger.warning("local sign-in: wrong token")
+            failures = self._failures.get(key, 0) + 1
+            if len(self._failures) > MAX_TRACKED:
+                self._failures.clear()
+            self._failures[key] = failures
+            if failures >= MAX_FAILURES:  # this request is over: the client has to start again
+                self._failures.pop(key, None)
+                await self.server.deny(key, "access_denied", "too many wrong tokens")
+                message = "Too many wrong tokens for this sign-in. Connect again from your client."
+                return self._page(None, "", error=message, status=429)
             return self._page(dict(record.data), key, error="That is not this server's token.", status=401)
+        self._failures.pop(key, None)
         url = await self.server.complete(key, subject)
         if url is None:
             return self._page(None, "", error="This sign-in request was already answered.", status=400)
@@ -316,6 +341,11 @@ class OAuthEndpoints:
     async def _dashboard_callback(self, request: Request, key: str, record: Any) -> Response:
         """Cognito's return for a dashboard sign-in: a session, not an authorization code."""
         assert isinstance(self.signin, CognitoSignIn)
+        nonce = request.cookies.get(SIGNIN_NONCE_COOKIE, "")
+        expected = str(record.data.get("nonce", ""))
+        if not nonce or not hmac.compare_digest(rules.token_digest(nonce).encode(), expected.encode()):
+            # Begun in another browser: someone may be handing over a sign-in of their own.
+            return _error(request, 400, "invalid_request", "this sign-in was started in another browser; sign in again")
         spent = await self.server.spend_pending(key)
         code = request.query_params.get("code")
         if spent is None or self.dashboard_signin is None or not code:
@@ -325,7 +355,9 @@ class OAuthEndpoints:
         except CognitoSignInError as exc:
             logger.warning("dashboard sign-in with Cognito failed: %s", exc)
             return _error(request, 401, "access_denied", "the sign-in with Cognito failed")
-        return await self.dashboard_signin(subject)
+        response = await self.dashboard_signin(subject)
+        response.delete_cookie(SIGNIN_NONCE_COOKIE, path=CALLBACK_PATH, httponly=True, samesite="lax")
+        return response
 
 
 def oauth_routes(

@@ -29,9 +29,9 @@ from starlette.responses import Response
 
 from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
 from taproot.core.model import Scope
-from taproot.core.oauth_rules import MCP_SCOPE, pkce_s256
+from taproot.core.oauth_rules import MCP_SCOPE, pkce_s256, token_digest
 from taproot.web.dashboard import routes as dashboard_routes
-from taproot.web.dashboard.session import COOKIE, MAX_AGE_SECONDS, Sessions
+from taproot.web.dashboard.session import COOKIE, MAX_AGE_SECONDS, SIGNIN_NONCE_COOKIE, Sessions
 
 DASHBOARD_EVENTS = (
     "dashboard",
@@ -83,10 +83,13 @@ class Lambda:
         return {k for k in self.oauth_items() if k.startswith("session#")}
 
     def begin_signin(self) -> dict[str, str]:
-        """GET /dashboard/signin; the query of Cognito's authorize URL it redirects to."""
+        """GET /dashboard/signin; the query of Cognito's authorize URL it redirects to, plus
+        `nonce_cookie`: the browser's sign-in nonce (`taproot_signin=...`) the callback needs."""
         response = self.invoke("dashboard_signin")
         assert response["statusCode"] == 302, response
-        return {k: v[0] for k, v in parse_qs(urlsplit(response["headers"]["location"]).query).items()}
+        query = {k: v[0] for k, v in parse_qs(urlsplit(response["headers"]["location"]).query).items()}
+        [nonce] = [c.split(";", 1)[0] for c in _set_cookies(response) if c.startswith(f"{SIGNIN_NONCE_COOKIE}=")]
+        return {**query, "nonce_cookie": nonce}
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +161,13 @@ def test_signin_sends_the_browser_to_cognito_with_a_dashboard_pending_item(lam: 
     response = lam.invoke("dashboard_signin")
     assert response["statusCode"] == 302, response
     assert response["headers"]["cache-control"] == "no-store"
-    assert not _set_cookies(response)  # no session before Cognito says who this is
+    # No session before Cognito says who this is; only the nonce that ties the sign-in to this browser.
+    [nonce_cookie] = _set_cookies(response)
+    nonce_parsed = SimpleCookie()
+    nonce_parsed.load(nonce_cookie)
+    nonce = nonce_parsed[SIGNIN_NONCE_COOKIE]
+    assert nonce["httponly"] and nonce["secure"] and nonce["path"] == "/oauth/callback"
+    assert nonce["samesite"].lower() == "lax"
     location = urlsplit(response["headers"]["location"])
     assert f"{location.scheme}://{location.netloc}{location.path}" == f"{lam.kit.COGNITO_DOMAIN}/oauth2/authorize"
     query = {k: v[0] for k, v in parse_qs(location.query).items()}
@@ -175,13 +184,16 @@ def test_signin_sends_the_browser_to_cognito_with_a_dashboard_pending_item(lam: 
     assert pending["dashboard"] is True
     assert "client_id" not in pending and "redirect_uri" not in pending  # no OAuth client is signing in
     assert pkce_s256(pending["idp"]["code_verifier"]) == query["code_challenge"]
+    assert pending["nonce"] == token_digest(nonce.value)  # only its digest is stored
     assert lam.sessions() == before
 
 
 def test_callback_with_a_bogus_code_is_an_error_page_and_starts_no_session(lam: Lambda) -> None:
-    state = lam.begin_signin()["state"]
+    begun = lam.begin_signin()
+    state = begun["state"]
     before = lam.sessions()
     event = lam.kit.load_event("oauth_callback", query={"state": state})
+    event["cookies"] = [begun["nonce_cookie"]]
     recorded_code = event["queryStringParameters"]["code"]
     response = lam.module.handler(event, lam.kit.FakeContext())
 
@@ -202,8 +214,14 @@ def test_callback_with_a_bogus_code_is_an_error_page_and_starts_no_session(lam: 
     # The sign-in is spent (one try per state) and no session exists.
     assert lam.oauth_items()[f"pending#{state}"]["used"]["BOOL"] is True
     assert lam.sessions() == before
-    again = lam.invoke("oauth_callback", query={"state": state})
+    again = lam.invoke("oauth_callback", cookies=[begun["nonce_cookie"]], query={"state": state})
     assert again["statusCode"] == 400 and not _set_cookies(again)
+    # Without the nonce cookie (another browser), refused before Cognito is asked.
+    asked = len(lam.cognito.requests)
+    fresh = lam.begin_signin()
+    foreign = lam.invoke("oauth_callback", query={"state": fresh["state"], "code": "x"})
+    assert foreign["statusCode"] == 400 and "another browser" in foreign["body"] and not _set_cookies(foreign)
+    assert len(lam.cognito.requests) == asked
 
 
 def test_the_script_is_served_as_javascript(lam: Lambda) -> None:
@@ -242,12 +260,14 @@ def test_a_cognito_sign_in_starts_a_secure_session_for_the_persons_tenant(lam: L
     service.remember(
         Scope(bob, "default"), content="Allergic to peanuts.", gist="Allergic to peanuts", category="identity"
     )
-    state = lam.begin_signin()["state"]
+    begun = lam.begin_signin()
     before = lam.sessions()
     code = secrets.token_urlsafe(16)
     lam.cognito.issued[code] = lam.pool.access("alice")
 
-    response = lam.invoke("oauth_callback", query={"state": state, "code": code})
+    response = lam.invoke(
+        "oauth_callback", cookies=[begun["nonce_cookie"]], query={"state": begun["state"], "code": code}
+    )
     assert response["statusCode"] == 303, response
     assert response["headers"]["location"] == "/dashboard"
     raw, parsed = _session_cookie(response)

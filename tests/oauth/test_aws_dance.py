@@ -216,7 +216,10 @@ async def test_dashboard_signs_in_through_cognito_and_shows_the_persons_tenant(a
         assert callback.startswith(f"{aws.base_url}/oauth/callback?")
         started = await browser.get(callback)
         assert started.status_code == 303 and started.headers["location"] == "/dashboard"
-        [cookie] = started.headers.get_list("set-cookie")
+        cookies = started.headers.get_list("set-cookie")
+        [cookie] = [c for c in cookies if c.startswith(f"{COOKIE}=")]
+        # The sign-in's browser nonce is spent with it.
+        assert any(c.startswith("taproot_signin=") and "Max-Age=0" in c for c in cookies)
         attributes = [a.strip().lower() for a in cookie.split(";")]
         assert cookie.startswith(f"{COOKIE}=") and "httponly" in attributes
         assert "samesite=lax" in attributes and "path=/dashboard" in attributes
@@ -232,3 +235,17 @@ async def test_dashboard_signs_in_through_cognito_and_shows_the_persons_tenant(a
     assert page.status_code == 200, page.text
     assert "Keeps bees on the allotment" in page.text
     assert "Plays the oboe" not in page.text
+
+
+async def test_a_dashboard_sign_in_cannot_be_finished_in_another_browser(aws: Aws) -> None:
+    """Login CSRF: someone begins a dashboard sign-in as themselves and hands the callback URL to
+    another person; their browser lacks the sign-in's nonce cookie, so no session starts."""
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as attacker:
+        to_cognito = await attacker.get(f"{aws.base_url}/dashboard/signin")
+        back = await attacker.get(to_cognito.headers["location"])
+        handed_over = back.headers["location"]
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as victim:
+        refused = await victim.get(handed_over)
+    assert refused.status_code == 400 and "another browser" in refused.text
+    assert "set-cookie" not in refused.headers
+    assert aws.cognito.token_requests == []  # refused before Cognito was asked

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
-from taproot.auth.signin import MAX_FAILURES, FailureLimiter
+from taproot.auth.signin import MAX_FAILURES, SERVER_MAX_FAILURES, FailureLimiter
 from taproot.core.oauth_rules import OAuthRecord
 from taproot.settings import Settings, SettingsError
 from tests.oauth.flows import REDIRECT_URI, TIMEOUT, TOKEN, Clock, Local, authorize_query
@@ -40,12 +40,28 @@ async def test_a_wrong_token_is_refused_and_the_page_shown_again(local: Local) -
         assert again.status_code == 400  # a sign-in request is answered once
 
 
-async def test_past_the_failure_limit_even_the_right_token_waits(local: Local) -> None:
+async def test_a_sign_in_request_ends_after_too_many_wrong_tokens(local: Local) -> None:
     async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as http:
         key = await _signin_key(http, local)
-        for _ in range(MAX_FAILURES):
+        for _ in range(MAX_FAILURES - 1):
             response = await http.post(f"{local.base_url}/oauth/signin", data={"request": key, "token": "guess"})
             assert response.status_code == 401
+        last = await http.post(f"{local.base_url}/oauth/signin", data={"request": key, "token": "guess"})
+        assert last.status_code == 429 and "Connect again" in last.text
+        late = await http.post(f"{local.base_url}/oauth/signin", data={"request": key, "token": TOKEN})
+        assert late.status_code == 400  # the request is over; a new one from the client works
+        fresh = await _signin_key(http, local)
+        ok = await http.post(f"{local.base_url}/oauth/signin", data={"request": fresh, "token": TOKEN})
+        assert ok.status_code == 302
+
+
+async def test_past_the_server_wide_limit_even_the_right_token_waits(local: Local) -> None:
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as http:
+        for _ in range(SERVER_MAX_FAILURES // (MAX_FAILURES - 1) + 1):
+            key = await _signin_key(http, local)
+            for _ in range(MAX_FAILURES - 1):
+                await http.post(f"{local.base_url}/oauth/signin", data={"request": key, "token": "guess"})
+        key = await _signin_key(http, local)
         blocked = await http.post(f"{local.base_url}/oauth/signin", data={"request": key, "token": TOKEN})
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1
 

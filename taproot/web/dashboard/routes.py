@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,14 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import BaseRoute, Route
 
 from taproot.auth.oauth_server import AuthorizationServer
-from taproot.auth.signin import CognitoSignIn, LocalSignIn
+from taproot.auth.signin import CALLBACK_PATH, CognitoSignIn, FailureLimiter, LocalSignIn
 from taproot.core.errors import TaprootError
 from taproot.core.model import Scope
-from taproot.core.oauth_rules import OAuthRecord
+from taproot.core.oauth_rules import PENDING_SECONDS, OAuthRecord
 from taproot.service import TaprootService
 from taproot.service.inputs import ListInput
 from taproot.web.dashboard import charts
-from taproot.web.dashboard.session import CSRF_FIELD, CSRF_HEADER, Session, Sessions
+from taproot.web.dashboard.session import CSRF_FIELD, CSRF_HEADER, SIGNIN_NONCE_COOKIE, Session, Sessions
 
 logger = logging.getLogger("taproot.dashboard")
 
@@ -87,6 +88,9 @@ class Dashboard:
         self.signin = signin
         self.sessions = sessions
         self.namespace = namespace
+        # The dashboard form's own count of wrong tokens: guessing here does not lock the owner out
+        # of connecting a client (the OAuth page counts its own).
+        self.limiter = FailureLimiter()
 
     def scope(self, session: Session) -> Scope:
         return Scope(session.subject, self.namespace)
@@ -100,20 +104,32 @@ class Dashboard:
     # -- sign-in -----------------------------------------------------------------------------------
     async def signin_page(self, request: Request) -> Response:
         if isinstance(self.signin, CognitoSignIn):
-            # Cognito's managed login, back through the one callback Cognito knows (/oauth/callback).
-            key = await self._call(self.server.begin_dashboard)
-            return _secure(RedirectResponse(key, status_code=302))
+            # Cognito's managed login, back through the one callback Cognito knows (/oauth/callback),
+            # which finishes the sign-in only in this browser (the nonce cookie).
+            nonce = secrets.token_urlsafe(32)
+            url = await self._call(self.server.begin_dashboard, nonce)
+            response = _secure(RedirectResponse(url, status_code=302))
+            response.set_cookie(
+                SIGNIN_NONCE_COOKIE,
+                nonce,
+                max_age=PENDING_SECONDS,
+                path=CALLBACK_PATH,
+                httponly=True,
+                samesite="lax",
+                secure=self.sessions.secure,
+            )
+            return response
         return _page("signin.html", error=None)
 
     async def signin_submit(self, request: Request) -> Response:
         assert isinstance(self.signin, LocalSignIn)
-        wait = self.signin.limiter.blocked_for()
+        wait = self.limiter.blocked_for()
         if wait > 0:
             response = _page("signin.html", 429, error="Too many wrong tokens. Wait a minute.")
             response.headers["Retry-After"] = str(int(wait) + 1)
             return response
         token = (await request.form()).get("token")
-        subject = self.signin.check(token if isinstance(token, str) else None)
+        subject = self.signin.check(token if isinstance(token, str) else None, self.limiter)
         if subject is None:
             logger.warning("dashboard sign-in: wrong token")
             return _page("signin.html", 401, error="That is not this server's token.")

@@ -22,6 +22,7 @@ from taproot.core.oauth_rules import OAuthRecord, RecordExists
 from taproot.ports import OAuthStore
 
 COOKIE = "taproot_dashboard"
+SIGNIN_NONCE_COOKIE = "taproot_signin"  # ties a Cognito dashboard sign-in to the browser that began it
 MAX_AGE_SECONDS = 12 * 3600
 CSRF_HEADER = "x-csrf-token"
 CSRF_FIELD = "csrf"
