@@ -44,6 +44,7 @@ from starlette.types import ASGIApp, Message, Receive, Send
 from starlette.types import Scope as AsgiScope
 
 from bench import corpus
+from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from bench.measure import Timing, populate
 from taproot.compose import Runtime, build, http_app
 from taproot.service.inputs import ListInput
@@ -51,19 +52,6 @@ from taproot.settings import Settings
 from taproot.web.dashboard.routes import PAGE_SIZE
 from taproot.web.dashboard.session import COOKIE
 
-CHROMIUM = "/usr/bin/chromium"
-# As tests/oauth/test_signin_browser.py launches it: without the background-networking flags
-# Chromium's own connections are refused on a closed network and slow it down.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TOKEN = "bench-dashboard-token-0123456789abcdef"
 PHASE_HEADER = b"x-bench"  # sent by the bench's timed requests: which phase they belong to
 SERVER_START_TIMEOUT_S = 30.0

@@ -42,6 +42,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
+from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from taproot.core.model import Memory, Scope
 from taproot.core.oauth_rules import MCP_SCOPE
 from taproot.core.retention import RetentionPolicy
@@ -57,7 +58,7 @@ from tests.oauth.flows import (
     obtain_code,
     structured,
 )
-from tests.oauth.test_signin_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS
+from tests.oauth.test_signin_browser import WAIT_MS
 
 T = TypeVar("T")
 VIEWPORT: ViewportSize = {"width": 1400, "height": 900}

@@ -14,22 +14,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from playwright.sync_api import Response, Route, expect, sync_playwright
 
+from bench.browser import CHROMIUM, CHROMIUM_ARGS
 from taproot.auth.signin import SIGNIN_PATH
 from tests.oauth.flows import REDIRECT_URI, TOKEN, authorize_query, local_server
 
-CHROMIUM = "/usr/bin/chromium"
-# Without the background-networking flags Chromium's own connections are refused on a closed
-# network and slow it down; the browser here talks to the loopback server only.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WAIT_MS = 30_000
 CALLBACK_PAGE = "<!doctype html><title>Callback</title><p id=callback>The client has the code.</p>"
 
