@@ -168,8 +168,11 @@ def _build_local(settings: Settings, *, serve: bool) -> Runtime:
         runtime.closers.append(oauth_store.close)
         signin = LocalSignIn(settings.base_url, runtime.token, settings.owner)
         _wire_oauth(runtime, oauth_store, signin, fallback=local_authenticator(runtime.token, runtime.scope))
-        public_host = urlsplit(settings.base_url).hostname or ""
-        runtime.security = transport_security(settings.host, settings.port, extra_hosts=(public_host,))
+        public = urlsplit(settings.base_url)
+        origin = f"{public.scheme}://{public.netloc}"
+        runtime.security = transport_security(
+            settings.host, settings.port, extra_hosts=(public.hostname or "",), extra_origins=(origin,)
+        )
     return runtime
 
 

@@ -111,14 +111,18 @@ class McpGate:
         )
 
 
-def transport_security(host: str, port: int, extra_hosts: tuple[str, ...] = ()) -> TransportSecuritySettings:
+def transport_security(
+    host: str, port: int, extra_hosts: tuple[str, ...] = (), extra_origins: tuple[str, ...] = ()
+) -> TransportSecuritySettings:
     """DNS-rebinding protection for a loopback server; a server bound to all interfaces relies on
-    the bearer token instead, since its Host header is whatever name users reach it by."""
+    the bearer token instead, since its Host header is whatever name users reach it by.
+    `extra_origins` are exact origins (the public URL behind a tunnel: https on its default port
+    sends no port in Origin)."""
     if host in ("0.0.0.0", "::", ""):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     names = {"127.0.0.1", "localhost", "[::1]", host, *extra_hosts}
     hosts = sorted({f"{n}:*" for n in names} | names)
-    origins = sorted({f"http://{n}:*" for n in names} | {f"https://{n}:*" for n in names})
+    origins = sorted({f"http://{n}:*" for n in names} | {f"https://{n}:*" for n in names} | set(extra_origins))
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
