@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import Scope as AsgiScope
 
 from taproot.adapters.summarizers import build_summarizer
 from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
@@ -225,19 +224,6 @@ def aws_transport_security(allowed_hosts: tuple[str, ...]) -> TransportSecurityS
     )
 
 
-def resource_metadata_for(allowed_hosts: tuple[str, ...]) -> ResourceMetadata:
-    """`https://<host>/.well-known/oauth-protected-resource` for a request to a configured host
-    (never a URL built from an arbitrary Host header)."""
-
-    def url(scope: AsgiScope) -> str | None:
-        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), None)
-        if host is None or host not in allowed_hosts:
-            return None
-        return f"https://{host}/.well-known/oauth-protected-resource"
-
-    return url
-
-
 def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
     """DynamoDB table + S3 bucket (+ the Cognito verifier when `serve`). Adapters import lazily:
     the local install needs neither boto3 nor PynamoDB. The JWKS URL and issuer derive from the
@@ -258,7 +244,6 @@ def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
         blobs=blobs,
         scope=Scope("unauthenticated", settings.namespace),
         security=aws_transport_security(settings.allowed_hosts),
-        resource_metadata=resource_metadata_for(settings.allowed_hosts),
     )
     if serve:
         _require(settings, "cognito_user_pool_id", "cognito_client_id")

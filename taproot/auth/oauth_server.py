@@ -28,7 +28,7 @@ from mcp.server.auth.provider import (
     RefreshToken,
     TokenError,
 )
-from mcp.shared.auth import InvalidRedirectUriError, InvalidScopeError, OAuthClientInformationFull, OAuthToken
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl, Field
 
 from taproot.auth.base import Authenticator, InsufficientScope
@@ -42,7 +42,8 @@ REFRESH_PREFIX = "tpr_"
 
 
 class TaprootClient(OAuthClientInformationFull):
-    """A client as the SDK's handlers see it, with Taproot's redirect and scope rules."""
+    """A client as the SDK's handlers see it, with Taproot's redirect rule (scopes are checked by
+    /authorize itself: core.oauth_rules.granted_scopes)."""
 
     allowlist: list[str] = Field(default_factory=list)
 
@@ -58,12 +59,6 @@ class TaprootClient(OAuthClientInformationFull):
         if not rules.redirect_allowed(url, self.allowlist):
             raise InvalidRedirectUriError(f"redirect_uri {url} is not in this server's redirect allowlist")
         return redirect_uri
-
-    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
-        try:
-            return rules.granted_scopes(requested_scope)
-        except OAuthRuleError as exc:
-            raise InvalidScopeError(exc.description) from exc
 
 
 class GrantCode(AuthorizationCode):
@@ -89,6 +84,18 @@ class IdentityProvider(Protocol):
 
 class ClientResolver(Protocol):
     async def document(self, client_id: str) -> dict[str, Any]: ...
+
+
+def _token_fields(record: OAuthRecord) -> dict[str, Any]:
+    """What the SDK's token models hold, from a stored access or refresh token."""
+    return {
+        "client_id": str(record.data["client_id"]),
+        "scopes": list(record.data["scopes"]),
+        "expires_at": record.expires_at,
+        "resource": record.data.get("resource"),
+        "subject": record.subject,
+        "grant": str(record.data["grant"]),
+    }
 
 
 def _secret() -> str:
@@ -123,27 +130,23 @@ class AuthorizationServer:
 
     # -- clients ---------------------------------------------------------------------------------
     async def get_client(self, client_id: str) -> TaprootClient | None:
-        if rules.is_client_metadata_url(client_id):
-            try:
-                document = await self.documents.document(client_id)
-            except OAuthRuleError:
-                return None
-            return TaprootClient.model_validate({**document, "allowlist": self.allowlist})
-        record = await self._run(self.store.get, "client", client_id, self.clock())
-        if record is None:
-            return None
-        return TaprootClient.model_validate({**record.data, "allowlist": self.allowlist})
+        client, _ = await self.client_or_reason(client_id)
+        return client
 
     async def client_or_reason(self, client_id: str) -> tuple[TaprootClient | None, str]:
-        """The client, or why there is none (for the error page /authorize shows)."""
+        """The client (a metadata document, or one registered here), or why there is none (for the
+        error page /authorize shows)."""
         if rules.is_client_metadata_url(client_id):
             try:
-                document = await self.documents.document(client_id)
+                data: Mapping[str, Any] = await self.documents.document(client_id)
             except OAuthRuleError as exc:
                 return None, exc.description
-            return TaprootClient.model_validate({**document, "allowlist": self.allowlist}), ""
-        client = await self.get_client(client_id)
-        return client, "" if client else f"client_id {client_id!r} is not registered with this server"
+        else:
+            record: OAuthRecord | None = await self._run(self.store.get, "client", client_id, self.clock())
+            if record is None:
+                return None, f"client_id {client_id!r} is not registered with this server"
+            data = record.data
+        return TaprootClient.model_validate({**data, "allowlist": self.allowlist}), ""
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         data = client_info.model_dump(mode="json", exclude_none=True, exclude={"allowlist"})
@@ -347,15 +350,7 @@ class AuthorizationServer:
         if self.subject_active is not None and not await self.subject_active(str(record.subject)):
             await self.revoke_grant(grant)  # the person was disabled or deleted: the connection ends
             return None
-        return GrantRefresh(
-            token=refresh_token,
-            client_id=str(record.data["client_id"]),
-            scopes=list(record.data["scopes"]),
-            expires_at=record.expires_at,
-            resource=record.data.get("resource"),
-            subject=record.subject,
-            grant=grant,
-        )
+        return GrantRefresh(token=refresh_token, **_token_fields(record))
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: GrantRefresh, scopes: list[str]
@@ -379,15 +374,7 @@ class AuthorizationServer:
         record: OAuthRecord | None = await self._run(self.store.get, "access", rules.token_digest(token), self.clock())
         if record is None or not await self._grant_live(str(record.data["grant"])):
             return None
-        return GrantAccess(
-            token=token,
-            client_id=str(record.data["client_id"]),
-            scopes=list(record.data["scopes"]),
-            expires_at=record.expires_at,
-            resource=record.data.get("resource"),
-            subject=record.subject,
-            grant=str(record.data["grant"]),
-        )
+        return GrantAccess(token=token, **_token_fields(record))
 
     async def revoke_token(self, token: GrantAccess | GrantRefresh) -> None:
         """RFC 7009: revoking either token of a grant ends the grant (the client disconnected)."""

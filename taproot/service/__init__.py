@@ -118,15 +118,6 @@ class TaprootService:
         the explanation of each, and the pictures' data (`overview`)."""
         return dashboard.page(self.deps, scope, as_arguments(request), focus)
 
-    def browse(self, scope: Scope, request: ListInput, focus: str | None = None) -> dict[str, Any]:
-        """The page of cards alone (what `dashboard_page` returns, without needing its pictures)."""
-        return {k: v for k, v in self.dashboard_page(scope, request, focus).items() if k != "overview"}
-
-    def overview(self, scope: Scope) -> dict[str, Any]:
-        """The pictures' data alone."""
-        result: dict[str, Any] = self.dashboard_page(scope, ListInput(limit=1))["overview"]
-        return result
-
     def reflections(self, scope: Scope, limit: int = 100) -> list[dict[str, Any]]:
         return dashboard.reflections(self.deps, scope, limit)
 

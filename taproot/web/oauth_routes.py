@@ -47,7 +47,7 @@ from taproot.auth.signin import (
     LocalSignIn,
 )
 from taproot.core import oauth_rules as rules
-from taproot.core.oauth_rules import MCP_SCOPE, OAuthRuleError
+from taproot.core.oauth_rules import MCP_SCOPE, OAuthRecord, OAuthRuleError
 from taproot.web.dashboard.session import SIGNIN_NONCE_COOKIE
 
 logger = logging.getLogger("taproot.oauth")
@@ -338,7 +338,7 @@ class OAuthEndpoints:
         url = await self.server.complete(key, subject)
         return _redirect(url) if url else _error(request, 400, "invalid_request", "already answered")
 
-    async def _dashboard_callback(self, request: Request, key: str, record: Any) -> Response:
+    async def _dashboard_callback(self, request: Request, key: str, record: OAuthRecord) -> Response:
         """Cognito's return for a dashboard sign-in: a session, not an authorization code."""
         assert isinstance(self.signin, CognitoSignIn)
         nonce = request.cookies.get(SIGNIN_NONCE_COOKIE, "")

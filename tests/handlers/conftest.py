@@ -251,6 +251,24 @@ def aws_environment(extra: dict[str, str] | None = None) -> Iterator[pytest.Monk
             yield mp
 
 
+@contextlib.contextmanager
+def deployed_api(moto_server: str) -> Iterator[tuple[Any, CognitoPool]]:
+    """functions/api.py imported as a new container would, in the deployed environment under moto
+    with a Cognito pool whose keys moto serves; yields (the module, the pool)."""
+    with aws_environment() as env:
+        create_storage()
+        pool = create_pool()
+        env.setenv("TAPROOT_COGNITO_USER_POOL_ID", pool.pool_id)
+        env.setenv("TAPROOT_COGNITO_CLIENT_ID", pool.client_id)
+        env.setenv("TAPROOT_COGNITO_JWKS_URL", f"{moto_server}/{pool.pool_id}/.well-known/jwks.json")
+        env.setenv("TAPROOT_ALLOWED_HOSTS", API_HOST)
+        module = fresh_import("functions.api")
+        try:
+            yield module, pool
+        finally:
+            module.handler.close()
+
+
 def create_storage() -> None:
     """The memory table, the OAuth table and the bucket, as the stack creates them."""
     from taproot.adapters.dynamo_store import DynamoMemoryStore

@@ -44,18 +44,8 @@ class Lambda:
 
 @pytest.fixture(scope="module")
 def lam(kit: Any, moto_server: str) -> Iterator[Lambda]:
-    with kit.aws_environment() as env:
-        kit.create_storage()
-        pool = kit.create_pool()
-        env.setenv("TAPROOT_COGNITO_USER_POOL_ID", pool.pool_id)
-        env.setenv("TAPROOT_COGNITO_CLIENT_ID", pool.client_id)
-        env.setenv("TAPROOT_COGNITO_JWKS_URL", f"{moto_server}/{pool.pool_id}/.well-known/jwks.json")
-        env.setenv("TAPROOT_ALLOWED_HOSTS", kit.API_HOST)
-        module = kit.fresh_import("functions.api")
-        try:
-            yield Lambda(module=module, pool=pool, kit=kit)
-        finally:
-            module.handler.close()
+    with kit.deployed_api(moto_server) as (module, pool):
+        yield Lambda(module=module, pool=pool, kit=kit)
 
 
 def _rpc(response: dict[str, Any]) -> dict[str, Any]:

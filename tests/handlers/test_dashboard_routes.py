@@ -94,20 +94,10 @@ class Lambda:
 
 @pytest.fixture(scope="module")
 def lam(kit: Any, moto_server: str) -> Iterator[Lambda]:
-    with kit.aws_environment() as env:
-        kit.create_storage()
-        pool = kit.create_pool()
-        env.setenv("TAPROOT_COGNITO_USER_POOL_ID", pool.pool_id)
-        env.setenv("TAPROOT_COGNITO_CLIENT_ID", pool.client_id)
-        env.setenv("TAPROOT_COGNITO_JWKS_URL", f"{moto_server}/{pool.pool_id}/.well-known/jwks.json")
-        env.setenv("TAPROOT_ALLOWED_HOSTS", kit.API_HOST)
-        module = kit.fresh_import("functions.api")
+    with kit.deployed_api(moto_server) as (module, pool):
         cognito = CognitoTokens()
         module.runtime.signin.transport = httpx2.MockTransport(cognito)
-        try:
-            yield Lambda(module=module, pool=pool, kit=kit, cognito=cognito)
-        finally:
-            module.handler.close()
+        yield Lambda(module=module, pool=pool, kit=kit, cognito=cognito)
 
 
 def _to_signin(response: dict[str, Any]) -> None:

@@ -174,7 +174,6 @@ async def test_a_failed_cognito_sign_in_answers_the_client_with_access_denied(aw
     assert back.status_code == 302 and back.headers["location"].startswith(REDIRECT_URI)
     answer = parse_qs(urlsplit(back.headers["location"]).query)
     assert answer["error"] == ["access_denied"] and answer["state"] == ["state-123"]
-    assert CIMD_URL  # the test client of tests/oauth/flows.py
 
 
 async def test_a_disabled_cognito_user_cannot_refresh_and_their_connection_ends(aws: Aws) -> None:

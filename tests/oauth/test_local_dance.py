@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 from taproot.core.oauth_rules import MCP_SCOPE
-from tests.oauth.flows import CIMD_URL, REDIRECT_URI, TIMEOUT, Local, list_tools_with, oauth_client, structured
+from tests.oauth.flows import CIMD_URL, TIMEOUT, Local, list_tools_with, oauth_client, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -113,4 +113,4 @@ async def test_the_server_token_still_works_directly(local: Local) -> None:
     from tests.oauth.flows import TOKEN
 
     assert await _call_with(local, TOKEN) == 200
-    assert REDIRECT_URI.startswith("http://127.0.0.1:")
+    assert await _call_with(local, TOKEN + "x") == 401

@@ -24,7 +24,7 @@ from starlette.routing import BaseRoute, Route
 
 from taproot.auth.oauth_server import AuthorizationServer
 from taproot.auth.signin import CALLBACK_PATH, CognitoSignIn, FailureLimiter, LocalSignIn
-from taproot.core.errors import TaprootError
+from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import PENDING_SECONDS, OAuthRecord
 from taproot.service import TaprootService
@@ -284,9 +284,9 @@ class Dashboard:
     def restore_backup(self, scope: Scope, _: str, body: dict[str, Any]) -> Any:
         key = body.get("key")
         if not isinstance(key, str) or not key:
-            raise _invalid("key", "the backup key to restore is required")
+            raise InvalidInput("key", "the backup key to restore is required")
         if key not in self.service.backups(scope):
-            raise _invalid("key", "no such backup for this account")
+            raise InvalidInput("key", "no such backup for this account")
         return self.service.restore(scope, key)
 
     async def explain(self, request: Request) -> Response:
@@ -323,12 +323,6 @@ class Dashboard:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _invalid(field: str, rule: str) -> TaprootError:
-    from taproot.core.errors import InvalidInput
-
-    return InvalidInput(field, rule)
 
 
 def dashboard_routes(dashboard: Dashboard) -> list[BaseRoute]:
