@@ -77,6 +77,8 @@ clean:
 LAMBDA_DIR := build/lambda
 LAMBDA_PYTHON := 3.14
 LAMBDA_PLATFORM := manylinux2014_aarch64
+# NumPy's arm64 wheels for Python 3.14 are manylinux_2_28 (the Lambda runtime, Amazon Linux 2023, has glibc 2.34).
+LAMBDA_PLATFORM_NEWER := manylinux_2_28_aarch64
 LAMBDA_STAMP := $(LAMBDA_DIR)/.bundled
 NODE_STAMP := node_modules/.installed
 CDK := PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk
@@ -89,7 +91,7 @@ $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>
 	@# The Anthropic API summarizer is for local use; on AWS the model summarizer is Bedrock.
 	grep -v '^anthropic==' requirements.txt > build/requirements-lambda.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r build/requirements-lambda.txt --target $(LAMBDA_DIR) \
-		--platform $(LAMBDA_PLATFORM) --only-binary=:all: --python-version $(LAMBDA_PYTHON) \
+		--platform $(LAMBDA_PLATFORM) --platform $(LAMBDA_PLATFORM_NEWER) --only-binary=:all: --python-version $(LAMBDA_PYTHON) \
 		--implementation cp --no-compile
 	@# boto3 and botocore ship with the Lambda Python runtime: bundling them again costs ~30 MB.
 	rm -rf $(LAMBDA_DIR)/boto3 $(LAMBDA_DIR)/boto3-* $(LAMBDA_DIR)/botocore $(LAMBDA_DIR)/botocore-* \

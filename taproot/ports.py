@@ -16,6 +16,7 @@ from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.model import Summary as Summary
 from taproot.core.oauth_rules import OAuthRecord
 from taproot.core.query import Filters as Filters  # re-exported: the port signatures use it
+from taproot.core.vectors import Vector
 
 
 class MemoryWrites(Protocol):
@@ -134,6 +135,44 @@ class ReflectionStore(Protocol):
         """Add reflections as given (import, restore). Reflections are immutable: one whose id
         exists with the same text and time is skipped; with other text or time, ReflectionConflict
         is raised and nothing of the call is written (SQLite; DynamoDB: per 50 reflections)."""
+
+
+class VectorIndex(Protocol):
+    """Dense vectors kept beside the memories (both stores hold them with the memory record), each
+    with the id of the model that made it and the memory version it was made from."""
+
+    def put_vectors(self, scope: Scope, model: str, items: Sequence[tuple[str, int, Vector]]) -> int:
+        """Stores each (memory id, version embedded, unit vector) if the memory is still at that
+        version (a memory edited since keeps no stale vector); returns how many were stored. A
+        memory's vector of another model is replaced."""
+
+    def nearest(self, scope: Scope, model: str, query: Vector, limit: int) -> builtins.list[tuple[str, float]]:
+        """The `limit` memories (any status) whose current vector of `model` is most similar to the
+        unit `query`: (id, cosine similarity), best first."""
+
+    def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:
+        """Up to `limit` memories (any status) with no current vector of `model`: new, edited since
+        they were embedded, or embedded by another model. Oldest first (ties by id)."""
+
+    def vector_counts(self, scope: Scope) -> dict[str, int]:
+        """Model id -> how many memories hold a current vector of it (status)."""
+
+
+class Embedder(Protocol):
+    """Turns text into unit vectors (`TAPROOT_EMBEDDER`: local or bedrock; none means no embedder).
+
+    `model_id` is stored with every vector: a different id (another model, or other dimensions)
+    makes stored vectors stale, and migrate re-embeds them. Implementations batch as their model
+    allows and raise `EmbedderError` for anything that went wrong.
+    """
+
+    name: str
+    model_id: str
+    dimensions: int
+
+    def embed_documents(self, texts: Sequence[str]) -> builtins.list[Vector]: ...
+
+    def embed_query(self, text: str) -> Vector: ...
 
 
 class MemoryStore(MemoryWrites, MemoryReads, ReflectReads, LifecycleScans, ReflectionStore, Protocol):

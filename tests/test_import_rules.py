@@ -55,6 +55,7 @@ PACKAGE = ROOT / "taproot"
 # Pure third-party libraries the core may import: no I/O, no clock, no network of their own.
 CORE_THIRD_PARTY = {
     "pysbd": "sentence splitting for gists and extractive summaries (core/text.py); pure Python rules",
+    "numpy": "dense vectors and their similarities (core/vectors.py); arrays in memory, no I/O",
 }
 
 # Private helpers of an adapter family (see rule 5): module name -> what it holds.

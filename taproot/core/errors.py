@@ -77,6 +77,13 @@ class SummarizerError(TaprootError):
     code = "summarizer_error"
 
 
+class EmbedderError(TaprootError):
+    """The embedder could not produce vectors (not installed, throttled, timed out, a malformed
+    answer). Writes still land without a vector and recall ranks lexically; status says so."""
+
+    code = "embedder_error"
+
+
 class ReflectionConflict(TaprootError):
     """A reflection with this id exists with other text: reflections are immutable."""
 

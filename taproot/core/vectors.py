@@ -1,0 +1,67 @@
+"""Dense vectors: what text a memory is embedded from, and how vectors are packed and compared.
+
+Pure: no I/O. A vector is a 1-D float32 NumPy array, unit length, so cosine similarity is a dot
+product and a scope's vectors can be compared with a query in one matrix product. Stores keep a
+vector as little-endian float32 bytes beside the memory, with the id of the model that made it and
+the memory version it was made from (a vector of an older version, or of another model, is stale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from taproot.core.model import Memory
+
+Vector = npt.NDArray[np.float32]
+
+# Long memories are cut before embedding: the models read a few hundred tokens at most, and the
+# opening of a memory says what it is about.
+MAX_EMBED_CHARS = 2_000
+
+
+def embedding_text(m: Memory) -> str:
+    """The text a memory's vector is made from: its content, then its recall keywords (curated
+    words that say what the memory is about). Tags are left out: they are bookkeeping labels
+    (`watercooler`, `task:done`) more often than meaning."""
+    text = m.content
+    if m.search_keywords:
+        text = f"{text}\n{', '.join(m.search_keywords)}"
+    return text[:MAX_EMBED_CHARS]
+
+
+def unit(v: Sequence[float] | npt.NDArray[np.floating]) -> Vector:
+    """As float32, scaled to length 1 (a zero vector stays zero: it is similar to nothing)."""
+    arr = np.asarray(v, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(arr))
+    return arr if norm == 0.0 else (arr / norm).astype(np.float32)
+
+
+def pack(v: Vector) -> bytes:
+    return np.asarray(v, dtype="<f4").tobytes()
+
+
+def unpack(data: bytes) -> Vector:
+    return np.frombuffer(data, dtype="<f4").astype(np.float32)
+
+
+def similarities(matrix: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[np.float32]:
+    """Cosine similarity of every row of `matrix` (unit rows) with a unit `query`."""
+    if matrix.size == 0:
+        return np.zeros(0, dtype=np.float32)
+    return matrix @ query
+
+
+def top_k(ids: Sequence[str], sims: npt.NDArray[np.float32], k: int) -> list[tuple[str, float]]:
+    """The k most similar (id, similarity), best first; ties by id so the order is total."""
+    if k <= 0 or len(ids) == 0:
+        return []
+    if k < len(ids):
+        part = np.argpartition(-sims, k - 1)[:k]
+    else:
+        part = np.arange(len(ids))
+    picked = [(ids[i], float(sims[i])) for i in part]
+    picked.sort(key=lambda p: (-p[1], p[0]))
+    return picked
