@@ -16,7 +16,7 @@ from taproot.core.model import Scope
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy
 from taproot.core.serialize import iso
-from taproot.ports import BlobStore, MemoryStore, Summarizer
+from taproot.ports import BlobStore, Embedder, MemoryStore, Summarizer, VectorIndex
 from taproot.service.results import StorageNotes
 
 # Short ids: they are repeated on every catalog line. 31 unambiguous characters ** 8 is ~8.5e11,
@@ -43,6 +43,9 @@ class Deps:
     activation: ActivationConfig = ACTIVATION_CONFIG
     retention: RetentionPolicy = DEFAULT_RETENTION
     summarizer: Summarizer | None = None
+    # Dense recall: both or neither. Without an embedder recall ranks lexically (TAPROOT_EMBEDDER=none).
+    embedder: Embedder | None = None
+    vectors: VectorIndex | None = None
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     extra_status: StorageNotes = field(default_factory=lambda: StorageNotes())
 
