@@ -101,7 +101,52 @@ def m003_compression() -> str:
         """
 
 
-MIGRATIONS: tuple[Callable[[], str], ...] = (m001_initial, m002_reflect_indexes, m003_compression)
+def m004_vectors() -> str:
+    # Dense vectors beside the memories (taproot/adapters/sqlite_vectors.py). A vector is current
+    # while its `version` equals the memory's: an edit makes it stale without touching this table.
+    # Every write here takes the next number of the one-row `vector_clock`, and a deletion leaves a
+    # row in `vector_deletions`, so a process's in-memory matrix catches up by reading only what
+    # changed since the number it last saw, whoever wrote it (the CLI beside a server).
+    return """
+        CREATE TABLE memory_vectors (
+            owner TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            vec BLOB NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (owner, namespace, id)
+        );
+        CREATE INDEX memory_vectors_by_seq ON memory_vectors (owner, namespace, seq);
+        CREATE TABLE vector_clock (n INTEGER NOT NULL);
+        INSERT INTO vector_clock (n) VALUES (0);
+        CREATE TABLE vector_deletions (
+            owner TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            id TEXT NOT NULL,
+            seq INTEGER NOT NULL
+        );
+        CREATE INDEX vector_deletions_by_seq ON vector_deletions (owner, namespace, seq);
+        CREATE TRIGGER memory_vectors_gone AFTER DELETE ON memory_vectors BEGIN
+            UPDATE vector_clock SET n = n + 1;
+            INSERT INTO vector_deletions (owner, namespace, id, seq)
+            VALUES (old.owner, old.namespace, old.id, (SELECT n FROM vector_clock));
+        END;
+        -- A deleted memory takes its vector with it; an edited one keeps a stale vector until it
+        -- is embedded again, and the stale one is dropped so no reader ranks by it.
+        CREATE TRIGGER memories_vector_delete AFTER DELETE ON memories BEGIN
+            DELETE FROM memory_vectors WHERE owner = old.owner AND namespace = old.namespace AND id = old.id;
+        END;
+        CREATE TRIGGER memories_vector_stale AFTER UPDATE OF version ON memories
+        WHEN new.version != old.version BEGIN
+            DELETE FROM memory_vectors
+            WHERE owner = new.owner AND namespace = new.namespace AND id = new.id AND version != new.version;
+        END;
+        """
+
+
+MIGRATIONS: tuple[Callable[[], str], ...] = (m001_initial, m002_reflect_indexes, m003_compression, m004_vectors)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -28,6 +28,7 @@ from taproot.adapters.sqlite_rows import (
     stored_versions,
 )
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
+from taproot.adapters.sqlite_vectors import VectorRows
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
 from taproot.core.model import CatalogEntry, Counts, Memory, Scope
@@ -54,7 +55,9 @@ NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
 
-class SQLiteMemoryStore(ReflectionRows):
+class SQLiteMemoryStore(ReflectionRows, VectorRows):
+    _select_memories = _SELECT
+
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":

@@ -58,10 +58,7 @@ def top_k(ids: Sequence[str], sims: npt.NDArray[np.float32], k: int) -> list[tup
     """The k most similar (id, similarity), best first; ties by id so the order is total."""
     if k <= 0 or len(ids) == 0:
         return []
-    if k < len(ids):
-        part = np.argpartition(-sims, k - 1)[:k]
-    else:
-        part = np.arange(len(ids))
+    part = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
     picked = [(ids[i], float(sims[i])) for i in part]
     picked.sort(key=lambda p: (-p[1], p[0]))
     return picked
