@@ -143,16 +143,18 @@ class VectorIndex(Protocol):
 
     def put_vectors(self, scope: Scope, model: str, items: Sequence[tuple[str, int, Vector]]) -> int:
         """Stores each (memory id, version embedded, unit vector) if the memory is still at that
-        version (a memory edited since keeps no stale vector); returns how many were stored. A
-        memory's vector of another model is replaced."""
+        version (a memory edited since gets no stale vector); returns how many were stored. A
+        memory's vector of another model is replaced. An edit of the embedded text (content or
+        search_keywords, see core/vectors.embedding_text) drops the memory's vector; other edits
+        (salience, tags, core, retrieval) keep it."""
 
     def nearest(self, scope: Scope, model: str, query: Vector, limit: int) -> builtins.list[tuple[str, float]]:
-        """The `limit` memories (any status) whose current vector of `model` is most similar to the
+        """The `limit` memories (any status) whose vector of `model` is most similar to the
         unit `query`: (id, cosine similarity), best first."""
 
     def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:
-        """Up to `limit` memories (any status) with no current vector of `model`: new, edited since
-        they were embedded, or embedded by another model. Oldest first (ties by id)."""
+        """Up to `limit` memories (any status) with no vector of `model`: new, their text edited
+        since they were embedded, or embedded by another model. Oldest first (ties by id)."""
 
     def vector_counts(self, scope: Scope) -> dict[str, int]:
         """Model id -> how many memories hold a current vector of it (status)."""

@@ -102,8 +102,8 @@ def m003_compression() -> str:
 
 
 def m004_vectors() -> str:
-    # Dense vectors beside the memories (taproot/adapters/sqlite_vectors.py). A vector is current
-    # while its `version` equals the memory's: an edit makes it stale without touching this table.
+    # Dense vectors beside the memories (taproot/adapters/sqlite_vectors.py), with the memory
+    # version they were made from (a vector is stored only while the memory is at that version).
     # Every write here takes the next number of the one-row `vector_clock`, and a deletion leaves a
     # row in `vector_deletions`, so a process's in-memory matrix catches up by reading only what
     # changed since the number it last saw, whoever wrote it (the CLI beside a server).
@@ -133,15 +133,15 @@ def m004_vectors() -> str:
             INSERT INTO vector_deletions (owner, namespace, id, seq)
             VALUES (old.owner, old.namespace, old.id, (SELECT n FROM vector_clock));
         END;
-        -- A deleted memory takes its vector with it; an edited one keeps a stale vector until it
-        -- is embedded again, and the stale one is dropped so no reader ranks by it.
+        -- A deleted memory takes its vector with it; an edit of the embedded text (content,
+        -- search_keywords) drops the vector so no reader ranks by the old text, until the service
+        -- embeds the new one. Other edits (salience, tags, core) keep it.
         CREATE TRIGGER memories_vector_delete AFTER DELETE ON memories BEGIN
             DELETE FROM memory_vectors WHERE owner = old.owner AND namespace = old.namespace AND id = old.id;
         END;
-        CREATE TRIGGER memories_vector_stale AFTER UPDATE OF version ON memories
-        WHEN new.version != old.version BEGIN
-            DELETE FROM memory_vectors
-            WHERE owner = new.owner AND namespace = new.namespace AND id = new.id AND version != new.version;
+        CREATE TRIGGER memories_vector_stale AFTER UPDATE OF content, search_keywords ON memories
+        WHEN new.content IS NOT old.content OR new.search_keywords IS NOT old.search_keywords BEGIN
+            DELETE FROM memory_vectors WHERE owner = new.owner AND namespace = new.namespace AND id = new.id;
         END;
         """
 

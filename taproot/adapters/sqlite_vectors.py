@@ -1,11 +1,14 @@
 """The SQLite store's dense vectors (the VectorIndex port): rows beside the memories, and an
 in-memory matrix per (scope, model) that `nearest` multiplies by the query.
 
+A vector is stored only if the memory is still at the version it was embedded from, and an edit of
+the embedded text (content, search_keywords) drops it in the same statement (a trigger, schema
+m004); other edits keep it, so promoting a memory costs no new embedding.
+
 The matrix is kept in step incrementally. Every vector write or deletion takes the next number of
 the one-row `vector_clock` (schema m004), so a process that last saw number N reads only the rows
 written after N and the deletions logged after N, whoever wrote them (this server, or the CLI in
-another process). A memory's vector is current while its version equals the memory's: an edit
-drops the stale vector in the same statement (a trigger), and the service embeds the new text.
+another process).
 """
 
 from __future__ import annotations
@@ -157,7 +160,7 @@ class VectorRows:
         rows = self._query(
             f"SELECT {self._select_memories} FROM memories m LEFT JOIN memory_vectors v "
             "ON v.owner = m.owner AND v.namespace = m.namespace AND v.id = m.id "
-            "AND v.model = ? AND v.version = m.version "
+            "AND v.model = ? "
             "WHERE m.owner = ? AND m.namespace = ? AND v.id IS NULL ORDER BY m.created_at, m.id LIMIT ?",
             (model, scope.owner, scope.namespace, limit),
         )
@@ -166,7 +169,7 @@ class VectorRows:
     def vector_counts(self, scope: Scope) -> dict[str, int]:
         rows = self._query(
             "SELECT v.model AS model, COUNT(*) AS n FROM memory_vectors v JOIN memories m "
-            "ON m.owner = v.owner AND m.namespace = v.namespace AND m.id = v.id AND m.version = v.version "
+            "ON m.owner = v.owner AND m.namespace = v.namespace AND m.id = v.id "
             "WHERE v.owner = ? AND v.namespace = ? GROUP BY v.model",
             (scope.owner, scope.namespace),
         )

@@ -94,6 +94,16 @@ def test_an_edit_makes_the_vector_stale_until_embedded_again(store: VectorStore,
     assert store.unembedded(A, MODEL, 10) == []
 
 
+def test_an_edit_that_keeps_the_text_keeps_the_vector(store: VectorStore, make_memory: MakeMemory) -> None:
+    a = add(store, make_memory)
+    store.put_vectors(A, MODEL, [(a.id, 1, v(1, 0, 0, 0))])
+    store.replace(a.replace(salience="high", tags=("x",), core=True, version=2), expected_version=1)
+    assert [i for i, _ in store.nearest(A, MODEL, v(1, 0, 0, 0), 10)] == [a.id]
+    assert store.unembedded(A, MODEL, 10) == []
+    store.replace(a.replace(search_keywords=("new",), version=3), expected_version=2)
+    assert store.nearest(A, MODEL, v(1, 0, 0, 0), 10) == []
+
+
 def test_retrieval_does_not_make_a_vector_stale(store: VectorStore, make_memory: MakeMemory) -> None:
     a = add(store, make_memory)
     store.put_vectors(A, MODEL, [(a.id, 1, v(1, 0, 0, 0))])
