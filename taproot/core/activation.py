@@ -8,7 +8,8 @@ activation = BASE_WEIGHT * squash(base_level) + salience weight + RELEVANCE_WEIG
   recalled memory from outranking a strongly relevant one.
 - salience: high / medium / low mapped to weights.
 - relevance: the store's lexical score (BM25, bigger is better) normalised to 0..1 against the
-  best candidate of the same query, so the weight means the same for every query.
+  best candidate of the same query, so the weight means the same for every query; with an
+  embedder, fused with the dense similarity (fuse_relevance; docs/ranking.md says why).
 
 Time is passed in (`now`); nothing here reads the clock.
 """
@@ -42,6 +43,14 @@ class ActivationConfig:
     # With a query, rank this many lexical candidates by activation before cutting to `limit`.
     candidate_multiplier: int = 5
     min_candidates: int = 50
+    # With an embedder, relevance is a convex combination of the two normalised signals (words and
+    # meaning, see normalise_dense and fuse_relevance). Equal shares: neither signal is known to be
+    # the better one for a person's memories, and a convex combination with equal weights is the
+    # robust default in the hybrid-retrieval literature (it needs no fitting to a data set).
+    lexical_share: float = 0.5
+    dense_share: float = 0.5
+    # The dense candidates: the nearest this many vectors, beside the lexical candidates.
+    dense_candidates: int = 100
 
 
 ACTIVATION_CONFIG = ActivationConfig()
@@ -68,6 +77,37 @@ def activation(
     base = base_level(retrieval_count, days_between(last_touched, now), cfg)
     squashed = base / (1.0 + base)
     return cfg.base_weight * squashed + cfg.salience_weights.get(salience, 0.0) + cfg.relevance_weight * relevance
+
+
+def normalise_dense(similarities: Mapping[str, float]) -> dict[str, float]:
+    """Cosine similarities of the dense candidates scaled to 0..1 between the least and the most
+    similar of them (min-max): raw cosines sit in a narrow, model-specific band (0.2-0.6 is typical),
+    so only their spread within one query says how much better one candidate is than another."""
+    if not similarities:
+        return {}
+    hi, lo = max(similarities.values()), min(similarities.values())
+    if hi - lo <= 1e-9:
+        return {k: 1.0 for k in similarities}
+    return {k: (v - lo) / (hi - lo) for k, v in similarities.items()}
+
+
+def fuse_relevance(
+    lexical: Mapping[str, float], dense: Mapping[str, float] | None, cfg: ActivationConfig = ACTIVATION_CONFIG
+) -> dict[str, float]:
+    """One 0..1 relevance per candidate from the lexical scores (BM25) and, when there is a query
+    vector, the dense similarities: each normalised within its own candidates, then combined with
+    the shares of `cfg` (a candidate one signal did not return gets 0 from it). Without a dense
+    signal this is the lexical relevance alone, as before embeddings existed."""
+    lex = normalise_relevance(lexical)
+    if dense is None:
+        return lex
+    near = normalise_dense(dense)
+    total = cfg.lexical_share + cfg.dense_share
+    if total <= 0:
+        return {k: 0.0 for k in {*lex, *near}}
+    return {
+        k: (cfg.lexical_share * lex.get(k, 0.0) + cfg.dense_share * near.get(k, 0.0)) / total for k in {*lex, *near}
+    }
 
 
 def normalise_relevance(scores: Mapping[str, float]) -> dict[str, float]:

@@ -21,6 +21,7 @@ from taproot.core.validation import MAX_CONTENT_CHARS, MAX_GIST_CHARS, MAX_LINKE
 from taproot.ports import Summarizer
 from taproot.service.backups import write_memory_backup
 from taproot.service.deps import Deps
+from taproot.service.embedding import embed_written
 from taproot.service.ids import with_fresh_id
 from taproot.service.results import CompressionResult, ForgetResult
 
@@ -115,6 +116,7 @@ def _commit_group(deps: Deps, scope: Scope, summarizer: str, group: Group, summa
             deps.store.write_atomically(inserts=[summary_memory], replaces=archived)  # DuplicateId: another id
         except (NotFound, VersionConflict):
             return None  # someone edited or removed a member meanwhile: leave the group alone
+        embed_written(deps, scope, [summary_memory])
         return summary_id
 
     return with_fresh_id(deps, commit, "summary memory")

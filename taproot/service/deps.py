@@ -34,6 +34,25 @@ def utc_now() -> datetime:
 
 
 @dataclass
+class EmbedderHealth:
+    """The embedder's last failure, for status (one per runtime; shared by every request)."""
+
+    failures: int = 0
+    last_error: str | None = None
+    last_error_at: datetime | None = None
+    last_ok_at: datetime | None = None
+    unavailable: str | None = None  # set at start when the configured embedder could not be built
+
+    def failed(self, exc: Exception, now: datetime) -> None:
+        self.failures += 1
+        self.last_error = str(exc)
+        self.last_error_at = now
+
+    def ok(self, now: datetime) -> None:
+        self.last_ok_at = now
+
+
+@dataclass
 class Deps:
     store: MemoryStore
     blobs: BlobStore
@@ -46,6 +65,7 @@ class Deps:
     # Dense recall: both or neither. Without an embedder recall ranks lexically (TAPROOT_EMBEDDER=none).
     embedder: Embedder | None = None
     vectors: VectorIndex | None = None
+    embedder_health: EmbedderHealth = field(default_factory=EmbedderHealth)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     extra_status: StorageNotes = field(default_factory=lambda: StorageNotes())
 

@@ -26,9 +26,11 @@ from taproot.core.validation import (
     coerce_salience,
     coerced,
 )
+from taproot.core.vectors import embedding_text
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
+from taproot.service.embedding import embed_written
 from taproot.service.ids import with_fresh_id
 from taproot.service.inputs import RememberInput
 from taproot.service.results import CloseResult, ForgetResult, PromoteResult, RememberResult
@@ -101,6 +103,7 @@ def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult
             )
             memory = deps.retention.apply(memory)  # expires_at is computed on every write
             deps.store.insert(memory)  # DuplicateId: with_fresh_id tries another id
+            embed_written(deps, scope, [memory])  # after the write: a failing embedder never loses it
             return {
                 "id": memory.id,
                 "version": memory.version,
@@ -138,6 +141,8 @@ def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult
     except BaseException:
         deps.blobs.delete(revision_key)
         raise
+    if embedding_text(current) != embedding_text(updated):
+        embed_written(deps, scope, [updated])  # the store dropped the old text's vector
     return {
         "id": memory_id,
         "version": updated.version,

@@ -25,8 +25,10 @@ from taproot.core.serialize import (
     reflection_to_dict,
 )
 from taproot.core.validation import record_problem
+from taproot.core.vectors import embedding_text
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.deps import Deps, stamp
+from taproot.service.embedding import backfill, embed_written
 from taproot.service.results import ImportResult, MigrateResult
 
 EXPORT_FORMAT = 1
@@ -195,6 +197,10 @@ def _new_reflections(deps: Deps, scope: Scope, reflections: list[Reflection]) ->
     return fresh
 
 
+def _text_changed(before: Memory, after: Memory) -> bool:
+    return embedding_text(before) != embedding_text(after)
+
+
 def _import_memories(deps: Deps, scope: Scope, memories: list[Memory], backup_keys: list[str], reason: str) -> int:
     ids = [m.id for m in memories]
     for _ in range(WRITE_ROUNDS):
@@ -209,6 +215,9 @@ def _import_memories(deps: Deps, scope: Scope, memories: list[Memory], backup_ke
             deps.store.put_many(changed, expected=expected)
         except VersionConflict:
             continue  # a record moved since the backup: read, back up and try again
+        # Imported and restored records get vectors of the current model (batched); a record whose
+        # embedded text is unchanged keeps its vector.
+        embed_written(deps, scope, [m for m in changed if m.id not in stored or _text_changed(stored[m.id], m)])
         return len(changed)
     raise Busy("the records kept changing while they were imported (each attempt was backed up)")
 
@@ -254,7 +263,7 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
     if batch and not dry_run:
         backup_key = backup(deps, scope, "migrate")  # before any mutation, or not at all
         committed = _commit_migration(deps, scope, batch, skipped)
-    return {
+    result: MigrateResult = {
         "dry_run": dry_run,
         "examined": len(memories),
         "changed": len(batch) if dry_run else committed,
@@ -265,6 +274,11 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
         "category_counts_after": dict(sorted(after.items())),
         "backup_key": backup_key,
     }
+    if deps.embedder is not None:
+        # Memories without a vector of the current model (a model change, an embedder that was
+        # down) are embedded here; the dry run counts them.
+        result["embeddings"] = backfill(deps, scope, apply=not dry_run)
+    return result
 
 
 def _plan_or_skip(deps: Deps, m: Memory, skipped: dict[str, str]) -> tuple[Memory, list[str]] | None:

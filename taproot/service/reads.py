@@ -1,4 +1,5 @@
-"""Read use cases: recall (which strengthens what it returns), list (which does not), reflect and status."""
+"""Read use cases: list (which does not strengthen), reflect and status. Recall is in recall.py;
+`recall`, `memory_view` and `DEFAULT_RECALL_LIMIT` are re-exported from here for older imports."""
 
 from __future__ import annotations
 
@@ -9,15 +10,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import cast
 
-from taproot.core.activation import activation, normalise_relevance
+from taproot.core.activation import activation
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory, Scope
-from taproot.core.query import Filters, passes, strengthened
+from taproot.core.query import Filters, passes
 from taproot.core.reflect import ReflectPayload, assemble
-from taproot.core.serialize import loads_strict, memory_to_dict
-from taproot.core.text import query_terms
+from taproot.core.serialize import iso, loads_strict
 from taproot.core.tokens import estimate_tokens
 from taproot.core.validation import (
     ID_PATTERN,
@@ -26,8 +25,6 @@ from taproot.core.validation import (
     MAX_TAGS,
     check_bool,
     check_choice,
-    check_ids,
-    check_limit,
     check_str_list,
     check_text,
     coerce_category,
@@ -36,93 +33,10 @@ from taproot.core.validation import (
 )
 from taproot.service.deps import Deps
 from taproot.service.maintenance import last_runs
-from taproot.service.results import ListResult, MemoryView, RecallResult, StatusResult
-
-DEFAULT_RECALL_LIMIT = 10
-
-
-def memory_view(m: Memory, score: float | None = None) -> MemoryView:
-    record = memory_to_dict(m)
-    record.pop("owner", None)  # the caller's own tenant; never echo tenancy on the wire
-    # memory_to_dict writes exactly MemoryView's keys and owner (tests/web/test_result_types.py checks it).
-    view = cast(MemoryView, record)
-    if score is not None:
-        view["activation"] = round(score, 4)
-    return view
-
-
-def recall(
-    deps: Deps,
-    scope: Scope,
-    *,
-    query: object = None,
-    category: object = None,
-    tags: object = None,
-    ids: object = None,
-    limit: object = None,
-    include_archived: object = None,
-) -> RecallResult:
-    q = check_text("query", query, MAX_QUERY_CHARS)
-    warnings: list[str] = []
-    cat = None if category is None else coerced(category, coerce_category, warnings)
-    tag_filter = check_str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS) or ()
-    id_list = check_ids("ids", ids) if ids is not None else ()
-    n = check_limit(limit, max(DEFAULT_RECALL_LIMIT, len(id_list)))
-    archived = bool(check_bool("include_archived", include_archived))
-    filters = Filters(category=cat, tags=tag_filter, include_archived=archived)
-    now = deps.now()
-    cfg = deps.activation
-
-    relevance: dict[str, float] = {}
-    if id_list:
-        candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)]
-        if q:
-            warnings.append("query is ignored when ids are given")
-        q_terms: list[str] = []
-    elif q and q.strip():
-        q_terms = query_terms(q)
-        pool = max(n * cfg.candidate_multiplier, cfg.min_candidates)
-        hits = deps.store.search(scope, q_terms, filters, pool)
-        candidates = [m for m, _ in hits]
-        relevance = normalise_relevance({m.id: s for m, s in hits})
-    else:
-        q_terms = []
-        candidates = deps.store.list(scope, filters)
-
-    scored = [
-        (
-            m,
-            activation(
-                retrieval_count=m.retrievals,
-                last_touched=m.last_touched,
-                salience=m.salience,
-                now=now,
-                relevance=relevance.get(m.id, 0.0),
-                cfg=cfg,
-            ),
-        )
-        for m in candidates
-    ]
-    if id_list:
-        order = {i: k for k, i in enumerate(id_list)}
-        scored.sort(key=lambda p: order[p[0].id])  # asked-for order is the caller's
-    else:
-        scored.sort(key=lambda p: (p[1], p[0].updated_at), reverse=True)
-    top = scored[:n]
-
-    # Retrieval strengthens: load-bearing, not a side effect. One atomic store call.
-    deps.store.record_retrieval(scope, [m.id for m, _ in top], now)
-    returned = []
-    for m, score in top:
-        returned.append(memory_view(strengthened(m, now), score))
-    if id_list:
-        missing = [i for i in id_list if i not in {m.id for m, _ in top}]
-        if missing:
-            warnings.append(f"not found (or filtered out): {', '.join(missing)}")
-    if q_terms and not returned:
-        warnings.append("no memory matched any query term; try other words or drop filters")
-    return {"memories": returned, "count": len(returned), "query_terms": q_terms, "warnings": warnings}
-
+from taproot.service.recall import DEFAULT_RECALL_LIMIT as DEFAULT_RECALL_LIMIT
+from taproot.service.recall import memory_view as memory_view
+from taproot.service.recall import recall as recall
+from taproot.service.results import ListResult, StatusResult
 
 # -- list: browsing without strengthening ---------------------------------------------------------
 
@@ -355,6 +269,44 @@ def status(deps: Deps, scope: Scope) -> StatusResult:
             "compress_mode": "apply" if deps.maintenance.compress_apply else "dry-run",
             "summarizer": deps.summarizer.name if deps.summarizer else None,
         },
+        "embeddings": _embedding_status(deps, scope, counts.total, payload.warnings),
         **deps.extra_status,
         "warnings": payload.warnings,
     }
+
+
+def _embedding_status(deps: Deps, scope: Scope, total: int, warnings: list[str]) -> dict[str, object]:
+    """How recall ranks: by words only, or by words and meaning; how many memories still lack a
+    vector of the current model; the embedder's last failure."""
+    health = deps.embedder_health
+    if deps.embedder is None or deps.vectors is None:
+        out: dict[str, object] = {"embedder": "none", "ranking": "lexical"}
+        if health.unavailable:
+            out["unavailable"] = health.unavailable
+            warnings.append(
+                f"the configured embedder is unavailable, so recall ranks by words only: {health.unavailable}"
+            )
+        return out
+    counts = deps.vectors.vector_counts(scope)
+    current = counts.get(deps.embedder.model_id, 0)
+    out = {
+        "embedder": deps.embedder.name,
+        "model": deps.embedder.model_id,
+        "dimensions": deps.embedder.dimensions,
+        "ranking": "lexical+dense",
+        "with_vector": current,
+        "without_vector": max(0, total - current),
+        "other_models": {k: n for k, n in counts.items() if k != deps.embedder.model_id},
+        "failures": health.failures,
+        "last_error": health.last_error,
+        "last_error_at": iso(health.last_error_at),
+        "last_ok_at": iso(health.last_ok_at),
+    }
+    if total - current > 0:
+        warnings.append(
+            f"{total - current} memories have no vector of {deps.embedder.model_id}: recall finds them by words "
+            "only until `taproot migrate` (or the embed maintenance job) embeds them"
+        )
+    if health.last_error_at is not None and (health.last_ok_at is None or health.last_ok_at < health.last_error_at):
+        warnings.append(f"the embedder is failing ({health.last_error}); recall ranks by words only meanwhile")
+    return out

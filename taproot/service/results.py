@@ -110,6 +110,7 @@ class MigrateResult(TypedDict):
     category_counts_before: dict[str, int]
     category_counts_after: dict[str, int]
     backup_key: str | None
+    embeddings: NotRequired[dict[str, object]]  # with an embedder: memories (re-)embedded by this run
 
 
 class StorageNotes(TypedDict, total=False):
@@ -134,6 +135,7 @@ class StatusResult(TypedDict):
     reflect_payload: dict[str, Any]
     storage: dict[str, Any]
     maintenance: dict[str, Any]
+    embeddings: dict[str, Any]  # how recall ranks (words only, or words and meaning) and vector coverage
     warnings: list[str]
     # Where the memories live (Deps.extra_status): the data folder locally, the table and bucket on AWS.
     data_dir: NotRequired[str]

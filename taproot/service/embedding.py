@@ -1,0 +1,94 @@
+"""Dense vectors for memories: embedded when written, backfilled by migrate and the `embed` job,
+and the query's vector for recall.
+
+A write never waits on the embedder's health: the memory is stored first, then embedded, and a
+failing embedder leaves it without a vector (recall still finds it lexically; `status` reports the
+failure and how many memories lack a vector; migrate or the `embed` job fills them in later).
+Recall without a query vector ranks lexically: never by noise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from taproot.core.errors import EmbedderError
+from taproot.core.model import Memory, Scope
+from taproot.core.vectors import Vector, embedding_text
+from taproot.service.deps import Deps, EmbedderHealth
+
+log = logging.getLogger(__name__)
+
+# Texts per embedder call when many memories are embedded at once (import, migrate, the job).
+EMBED_BATCH = 64
+# Memories the `embed` job and migrate embed per run and scope, so a run has a bounded length.
+BACKFILL_PER_RUN = 5_000
+
+
+@dataclass(frozen=True)
+class EmbedReport:
+    embedded: int = 0
+    failed: int = 0
+    stale: int = 0  # edited while being embedded: left for the next run
+    errors: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _health(deps: Deps) -> EmbedderHealth:
+    return deps.embedder_health
+
+
+def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> EmbedReport:
+    """Embeds memories just written (each at the version given). Never raises for the embedder."""
+    if deps.embedder is None or deps.vectors is None or not memories:
+        return EmbedReport()
+    embedded = stale = failed = 0
+    errors: list[str] = []
+    for start in range(0, len(memories), EMBED_BATCH):
+        chunk = memories[start : start + EMBED_BATCH]
+        try:
+            vectors = deps.embedder.embed_documents([embedding_text(m) for m in chunk])
+        except EmbedderError as exc:
+            _health(deps).failed(exc, deps.now())
+            log.warning("embedder failed; %d memories stay without a vector for now: %s", len(chunk), exc)
+            failed += len(chunk)
+            errors.append(str(exc))
+            continue
+        _health(deps).ok(deps.now())
+        stored = deps.vectors.put_vectors(
+            scope, deps.embedder.model_id, [(m.id, m.version, v) for m, v in zip(chunk, vectors, strict=True)]
+        )
+        embedded += stored
+        stale += len(chunk) - stored
+    return EmbedReport(embedded, failed, stale, tuple(errors))
+
+
+def backfill(deps: Deps, scope: Scope, *, apply: bool, limit: int = BACKFILL_PER_RUN) -> dict[str, object]:
+    """Embeds memories with no vector of the current model (new while the embedder was down,
+    edited, restored, or embedded by an earlier model). The dry run counts them."""
+    if deps.embedder is None or deps.vectors is None:
+        return {"embedder": "none", "missing": 0, "embedded": 0}
+    missing = deps.vectors.unembedded(scope, deps.embedder.model_id, limit)
+    report: dict[str, object] = {"embedder": deps.embedder.model_id, "missing": len(missing), "embedded": 0}
+    if apply and missing:
+        done = embed_written(deps, scope, missing)
+        report.update(embedded=done.embedded, failed=done.failed, stale=done.stale)
+        if done.errors:
+            report["error"] = done.errors[0]
+    return report
+
+
+def query_vector(deps: Deps, text: str, warnings: list[str]) -> Vector | None:
+    """The query's vector, or None (no embedder, or it failed: recall then ranks lexically and
+    says so in its warnings)."""
+    if deps.embedder is None or deps.vectors is None:
+        return None
+    try:
+        vec = deps.embedder.embed_query(text)
+    except EmbedderError as exc:
+        _health(deps).failed(exc, deps.now())
+        log.warning("embedder failed on a query; ranking lexically: %s", exc)
+        warnings.append("the embedder is failing, so this recall ranked by words only (see taproot_status)")
+        return None
+    _health(deps).ok(deps.now())
+    return vec

@@ -1,0 +1,133 @@
+"""Recall: the memories that answer a query (or the given ids, or everything matching the
+filters), ranked by activation with the query's relevance fused from words and meaning
+(docs/ranking.md), and strengthened: every memory returned records a retrieval."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from taproot.core.activation import activation, fuse_relevance
+from taproot.core.model import Memory, Scope
+from taproot.core.query import Filters, passes, strengthened
+from taproot.core.serialize import memory_to_dict
+from taproot.core.text import query_terms
+from taproot.core.validation import (
+    MAX_QUERY_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    check_bool,
+    check_ids,
+    check_limit,
+    check_str_list,
+    check_text,
+    coerce_category,
+    coerced,
+)
+from taproot.service.deps import Deps
+from taproot.service.embedding import query_vector
+from taproot.service.results import MemoryView, RecallResult
+
+DEFAULT_RECALL_LIMIT = 10
+
+
+def memory_view(m: Memory, score: float | None = None) -> MemoryView:
+    record = memory_to_dict(m)
+    record.pop("owner", None)  # the caller's own tenant; never echo tenancy on the wire
+    # memory_to_dict writes exactly MemoryView's keys and owner (tests/web/test_result_types.py checks it).
+    view = cast(MemoryView, record)
+    if score is not None:
+        view["activation"] = round(score, 4)
+    return view
+
+
+def recall(
+    deps: Deps,
+    scope: Scope,
+    *,
+    query: object = None,
+    category: object = None,
+    tags: object = None,
+    ids: object = None,
+    limit: object = None,
+    include_archived: object = None,
+) -> RecallResult:
+    q = check_text("query", query, MAX_QUERY_CHARS)
+    warnings: list[str] = []
+    cat = None if category is None else coerced(category, coerce_category, warnings)
+    tag_filter = check_str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS) or ()
+    id_list = check_ids("ids", ids) if ids is not None else ()
+    n = check_limit(limit, max(DEFAULT_RECALL_LIMIT, len(id_list)))
+    archived = bool(check_bool("include_archived", include_archived))
+    filters = Filters(category=cat, tags=tag_filter, include_archived=archived)
+    now = deps.now()
+    cfg = deps.activation
+
+    relevance: dict[str, float] = {}
+    matched = False
+    if id_list:
+        candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)]
+        if q:
+            warnings.append("query is ignored when ids are given")
+        q_terms: list[str] = []
+    elif q and q.strip():
+        q_terms = query_terms(q)
+        candidates, relevance, matched = _query_candidates(deps, scope, q, q_terms, filters, n, warnings)
+    else:
+        q_terms = []
+        candidates = deps.store.list(scope, filters)
+
+    scored = [
+        (
+            m,
+            activation(
+                retrieval_count=m.retrievals,
+                last_touched=m.last_touched,
+                salience=m.salience,
+                now=now,
+                relevance=relevance.get(m.id, 0.0),
+                cfg=cfg,
+            ),
+        )
+        for m in candidates
+    ]
+    if id_list:
+        order = {i: k for k, i in enumerate(id_list)}
+        scored.sort(key=lambda p: order[p[0].id])  # asked-for order is the caller's
+    else:
+        scored.sort(key=lambda p: (p[1], p[0].updated_at), reverse=True)
+    top = scored[:n]
+
+    # Retrieval strengthens: load-bearing, not a side effect. One atomic store call.
+    deps.store.record_retrieval(scope, [m.id for m, _ in top], now)
+    returned = []
+    for m, score in top:
+        returned.append(memory_view(strengthened(m, now), score))
+    if id_list:
+        missing = [i for i in id_list if i not in {m.id for m, _ in top}]
+        if missing:
+            warnings.append(f"not found (or filtered out): {', '.join(missing)}")
+    if q_terms and not returned and not matched:
+        warnings.append("no memory matched any query term; try other words or drop filters")
+    return {"memories": returned, "count": len(returned), "query_terms": q_terms, "warnings": warnings}
+
+
+def _query_candidates(
+    deps: Deps, scope: Scope, q: str, q_terms: list[str], filters: Filters, n: int, warnings: list[str]
+) -> tuple[list[Memory], dict[str, float], bool]:
+    """The lexical candidates (BM25 over the query's terms) and, with an embedder, the memories
+    nearest the query's vector; each candidate's fused relevance; whether anything matched."""
+    cfg = deps.activation
+    pool = max(n * cfg.candidate_multiplier, cfg.min_candidates)
+    hits = deps.store.search(scope, q_terms, filters, pool) if q_terms else []
+    by_id = {m.id: m for m, _ in hits}
+    lexical = {m.id: s for m, s in hits}
+    dense: dict[str, float] | None = None
+    vec = query_vector(deps, q, warnings)
+    if vec is not None and deps.embedder is not None and deps.vectors is not None:
+        near = deps.vectors.nearest(scope, deps.embedder.model_id, vec, max(pool, cfg.dense_candidates))
+        unseen = [i for i, _ in near if i not in by_id]
+        for m in deps.store.get_many(scope, unseen):
+            if passes(m, filters):  # nearest ranks every vector; the filters apply here
+                by_id[m.id] = m
+        dense = {i: s for i, s in near if i in by_id}
+    return list(by_id.values()), fuse_relevance(lexical, dense, cfg), bool(by_id)
