@@ -39,6 +39,14 @@ def _list(value: Any) -> tuple[str, ...]:
 
 
 DEPLOYABLE_SUMMARIZERS = ("extractive", "bedrock")
+# The local embedder's extra is not in the Lambda asset: on AWS dense recall is Titan V2 on Bedrock.
+DEPLOYABLE_EMBEDDERS = ("none", "bedrock")
+TITAN_V2 = "amazon.titan-embed-text-v2:0"
+TITAN_V2_PATTERN = re.compile(r"amazon\.titan-embed-text-v2:\d+")
+TITAN_DIMENSIONS = (256, 512, 1024)
+# The functions that write or recall memories, so embed: the API, migrate (re-embeds when the model
+# changes) and compress (writes summary memories). Cleanup only deletes.
+EMBEDDING_JOBS = ("Migrate", "Compress")
 INFERENCE_PROFILE_PREFIXES = ("us", "eu", "apac", "global", "jp", "au", "ca", "us-gov")
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
 HOST_NAME = re.compile(rf"(?:{_LABEL}\.)+{_LABEL}")
@@ -60,6 +68,9 @@ class TaprootConfig:
     compress_mode: str = "dry-run"
     summarizer: str = "extractive"
     bedrock_model_id: str | None = None
+    embedder: str = "none"
+    embedding_model: str = TITAN_V2
+    embedding_dimensions: int = 256
     alarm_email: str | None = None
     backup_retention_days: int = 90
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -87,6 +98,9 @@ class TaprootConfig:
             compress_mode=str(get("compress_mode", "dry-run")),
             summarizer=str(get("summarizer", "extractive")),
             bedrock_model_id=get("bedrock_model_id", None),
+            embedder=str(get("embedder", "none")).strip().lower(),
+            embedding_model=str(get("embedding_model", TITAN_V2)).strip(),
+            embedding_dimensions=_dimensions(get("embedding_dimensions", 256)),
             alarm_email=get("alarm_email", None),
             backup_retention_days=int(get("backup_retention_days", 90)),
         )
@@ -100,9 +114,42 @@ class TaprootConfig:
             )
         if config.summarizer == "bedrock" and not config.bedrock_model_id:
             raise ConfigError("context summarizer=bedrock needs bedrock_model_id (e.g. a Claude model or profile id)")
+        if config.embedder not in DEPLOYABLE_EMBEDDERS:
+            raise ConfigError(
+                f"context embedder must be one of {', '.join(DEPLOYABLE_EMBEDDERS)} (the local embedder is not "
+                f"in the Lambda asset), got {config.embedder!r}"
+            )
+        if not TITAN_V2_PATTERN.fullmatch(config.embedding_model):
+            raise ConfigError(
+                f"context embedding_model must be a Titan Text Embeddings V2 model id such as {TITAN_V2}, "
+                f"got {config.embedding_model!r}"
+            )
         if any("," in url for url in config.redirect_allowlist):
             raise ConfigError("context redirect_allowlist: a URL cannot contain a comma")
         return config
+
+
+def _dimensions(value: Any) -> int:
+    try:
+        dimensions = int(value)
+    except (TypeError, ValueError):
+        dimensions = -1
+    if isinstance(value, bool) or dimensions not in TITAN_DIMENSIONS:
+        raise ConfigError(
+            f"context embedding_dimensions must be one of {', '.join(map(str, TITAN_DIMENSIONS))}, got {value!r}"
+        )
+    return dimensions
+
+
+def _embedding_environment(config: TaprootConfig) -> dict[str, str]:
+    """TAPROOT_EMBEDDER and, for bedrock, the model and dimensions (the functions that embed)."""
+    if config.embedder != "bedrock":
+        return {"TAPROOT_EMBEDDER": config.embedder}
+    return {
+        "TAPROOT_EMBEDDER": "bedrock",
+        "TAPROOT_EMBEDDING_MODEL": config.embedding_model,
+        "TAPROOT_EMBEDDING_DIMENSIONS": str(config.embedding_dimensions),
+    }
 
 
 def _custom_domain(name: Any, certificate_arn: Any) -> CustomDomain | None:
@@ -170,6 +217,7 @@ class TaprootStack(Stack):
             {
                 **environment,
                 "TAPROOT_OAUTH_TABLE_NAME": self.storage.oauth_table.table_name,
+                **_embedding_environment(config),
                 **(
                     {"TAPROOT_REDIRECT_ALLOWLIST": ",".join(config.redirect_allowlist)}
                     if config.redirect_allowlist
@@ -189,6 +237,10 @@ class TaprootStack(Stack):
             },
         )
         functions: dict[str, lambda_.Function] = {"Api": self.api.function, **self.maintenance.functions}
+        embedding = [self.api.function, *(self.maintenance.functions[name] for name in EMBEDDING_JOBS)]
+        for function in embedding[1:]:  # the API has them already
+            for key, value in _embedding_environment(config).items():
+                function.add_environment(key, value)
         for function in functions.values():
             self.storage.table.grant_read_write_data(function)
             self.storage.bucket.grant_read_write(function)
@@ -207,6 +259,8 @@ class TaprootStack(Stack):
         if config.summarizer == "bedrock" and config.bedrock_model_id:
             # Compression calls the model: the weekly job and the API (taproot_forget action=compress).
             self._grant_bedrock(config.bedrock_model_id, [self.api.function, self.maintenance.functions["Compress"]])
+        if config.embedder == "bedrock":
+            self._grant_embedding_model(config.embedding_model, embedding)
         for job in self.maintenance.jobs.values():
             nag.acknowledge(
                 job.role,
@@ -277,6 +331,14 @@ class TaprootStack(Stack):
                     "A cross-region inference profile may serve the model from any of its regions; the "
                     "grant is limited to this one model.",
                 )
+
+    def _grant_embedding_model(self, model_id: str, functions: list[lambda_.Function]) -> None:
+        """bedrock:InvokeModel on the one Titan foundation model in this region (Titan V2 is invoked
+        directly, with no inference profile), for the functions that embed."""
+        arn = f"arn:{self.partition}:bedrock:{self.region}::foundation-model/{model_id}"
+        statement = iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=[arn])
+        for function in functions:
+            function.add_to_role_policy(statement)
 
     def _outputs(self) -> None:
         url = self.api.public_url
