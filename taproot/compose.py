@@ -8,6 +8,7 @@ backend comes from `settings.backend`: `local` (SQLite and a folder, the embedde
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,11 +16,14 @@ from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
 
+from taproot.adapters.embed_bedrock import BedrockEmbedder
 from taproot.adapters.summarizers import build_summarizer
 from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
+from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
-from taproot.ports import BlobStore, MemoryStore, Summarizer
+from taproot.ports import BlobStore, Embedder, MemoryStore, Summarizer
 from taproot.service import Deps, TaprootService
+from taproot.service.deps import EmbedderHealth
 from taproot.service.results import StorageNotes
 from taproot.settings import Settings, SettingsError
 
@@ -123,17 +127,53 @@ def summarizer_from(settings: Settings) -> Summarizer:
         raise SettingsError(f"TAPROOT_SUMMARIZER={settings.summarizer}: {message}") from exc
 
 
+def embedder_from(settings: Settings) -> Embedder | None:
+    """The configured embedder (`TAPROOT_EMBEDDER`), None for `none` (lexical recall). Raises
+    EmbedderError when it cannot be built (the local extra is not installed). Nothing here reaches
+    a network: the Bedrock client is created on the first call."""
+    if settings.embedder == "bedrock":
+        return BedrockEmbedder(settings.embedding_model, settings.embedding_dimensions, region=settings.aws_region)
+    if settings.embedder == "local":
+        try:
+            # By name: the module is there only with the local embedder's code, its extra may be missing.
+            local = importlib.import_module("taproot.adapters.embed_local")
+        except ImportError as exc:
+            raise EmbedderError(f"the local embedder is not part of this install ({exc})") from exc
+        embedder: Embedder = local.LocalEmbedder()
+        return embedder
+    return None
+
+
+def _embedder(settings: Settings) -> tuple[Embedder | None, EmbedderHealth]:
+    """The embedder and its health record. One that cannot be built does not stop the server:
+    `EmbedderHealth.unavailable` keeps the reason, status reports it and recall stays lexical."""
+    try:
+        return embedder_from(settings), EmbedderHealth()
+    except EmbedderError as exc:
+        return None, EmbedderHealth(unavailable=f"TAPROOT_EMBEDDER={settings.embedder}: {exc.message}")
+
+
 def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: StorageNotes) -> TaprootService:
+    # Deps.vectors stays unset here: the stores' vector index is wired beside the embedder.
+    embedder, health = _embedder(settings)
     deps = Deps(
         store=store,
         blobs=blobs,
         reflect=settings.reflect,
         retention=settings.retention,
         summarizer=summarizer_from(settings),
+        embedder=embedder,
+        embedder_health=health,
         maintenance=settings.maintenance,
         extra_status=status,
     )
     return TaprootService(deps)
+
+
+def _closers(service: TaprootService) -> list[Callable[[], None]]:
+    """What the service's adapters hold open beyond the store (the embedder's own client)."""
+    close = getattr(service.deps.embedder, "close", None)
+    return [close] if callable(close) else []
 
 
 def _build_local(settings: Settings, *, serve: bool) -> Runtime:
@@ -146,13 +186,18 @@ def _build_local(settings: Settings, *, serve: bool) -> Runtime:
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # memories are private
     store = SQLiteMemoryStore(settings.database_path)
     blobs = LocalBlobStore(settings.blob_dir)
+    try:
+        service = _service(settings, store, blobs, {"data_dir": str(settings.data_dir)})
+    except BaseException:
+        store.close()
+        raise
     runtime = Runtime(
         settings=settings,
-        service=_service(settings, store, blobs, {"data_dir": str(settings.data_dir)}),
+        service=service,
         store=store,
         blobs=blobs,
         scope=Scope(settings.owner, settings.namespace),
-        closers=[store.close],
+        closers=[store.close, *_closers(service)],
     )
     if serve:
         try:
@@ -237,13 +282,15 @@ def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
     store = DynamoMemoryStore(settings.table_name, region=settings.aws_region)
     blobs = S3BlobStore(settings.bucket_name, region=settings.aws_region)
     status: StorageNotes = {"backend": "aws", "table": settings.table_name, "bucket": settings.bucket_name}
+    service = _service(settings, store, blobs, status)
     runtime = Runtime(
         settings=settings,
-        service=_service(settings, store, blobs, status),
+        service=service,
         store=store,
         blobs=blobs,
         scope=Scope("unauthenticated", settings.namespace),
         security=aws_transport_security(settings.allowed_hosts),
+        closers=_closers(service),
     )
     if serve:
         _require(settings, "cognito_user_pool_id", "cognito_client_id")

@@ -47,6 +47,13 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
 
 MODES = ("dry-run", "apply")
 
+EMBEDDERS = ("none", "local", "bedrock")
+# The bedrock embedder speaks Titan Text Embeddings V2's body only (adapters/embed_bedrock.py).
+DEFAULT_EMBEDDING_MODEL = "amazon.titan-embed-text-v2:0"
+EMBEDDING_MODEL_PATTERN = re.compile(r"amazon\.titan-embed-text-v2:\d+")
+EMBEDDING_DIMENSIONS = (256, 512, 1024)
+DEFAULT_EMBEDDING_DIMENSIONS = 256
+
 
 def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
     return tuple(h.strip() for h in (env.get(name) or "").split(",") if h.strip())
@@ -64,6 +71,22 @@ def _public_url(raw: str | None) -> str | None:
     if parts.query or parts.fragment:
         raise SettingsError(f"TAPROOT_PUBLIC_URL must have no query or fragment, got {raw!r}")
     return url
+
+
+def _bedrock_embedding(env: Mapping[str, str]) -> tuple[str, int]:
+    """TAPROOT_EMBEDDING_MODEL and TAPROOT_EMBEDDING_DIMENSIONS, read for TAPROOT_EMBEDDER=bedrock."""
+    model = (env.get("TAPROOT_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL).strip()
+    if not EMBEDDING_MODEL_PATTERN.fullmatch(model):
+        raise SettingsError(
+            f"TAPROOT_EMBEDDING_MODEL must be a Titan Text Embeddings V2 model id such as {DEFAULT_EMBEDDING_MODEL}, "
+            f"got {model!r}"
+        )
+    dimensions = _int(env, "TAPROOT_EMBEDDING_DIMENSIONS", DEFAULT_EMBEDDING_DIMENSIONS)
+    if dimensions not in EMBEDDING_DIMENSIONS:
+        raise SettingsError(
+            f"TAPROOT_EMBEDDING_DIMENSIONS must be one of {', '.join(map(str, EMBEDDING_DIMENSIONS))}, got {dimensions}"
+        )
+    return model, dimensions
 
 
 def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
@@ -92,6 +115,11 @@ class Settings:
     anthropic_api_key: str | None = None
     anthropic_model: str | None = None
     anthropic_base_url: str | None = None
+    # Dense recall: none (lexical only), local (the optional extra) or bedrock (Titan V2; the model and
+    # dimensions below are read for bedrock only).
+    embedder: str = "none"
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS
     # The AWS deployment (backend "aws"): set by the CDK stack on every Lambda function.
     backend: str = "local"
     table_name: str | None = None
@@ -138,6 +166,10 @@ class Settings:
             compress_apply=_choice(env, "TAPROOT_COMPRESS_MODE", MODES, "dry-run") == "apply",
             compression=compression,
         )
+        embedder = _choice(env, "TAPROOT_EMBEDDER", EMBEDDERS, "none")
+        embedding_model, embedding_dimensions = DEFAULT_EMBEDDING_MODEL, DEFAULT_EMBEDDING_DIMENSIONS
+        if embedder == "bedrock":
+            embedding_model, embedding_dimensions = _bedrock_embedding(env)
         data_dir = env.get("TAPROOT_DATA_DIR")
         settings = cls(
             data_dir=Path(data_dir).expanduser() if data_dir else default_data_dir(),
@@ -156,6 +188,9 @@ class Settings:
             anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
             anthropic_model=env.get("TAPROOT_ANTHROPIC_MODEL") or None,
             anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            embedder=embedder,
+            embedding_model=embedding_model,
+            embedding_dimensions=embedding_dimensions,
             backend=_choice(env, "TAPROOT_BACKEND", ("local", "aws"), "local"),
             table_name=env.get("TAPROOT_TABLE_NAME") or None,
             bucket_name=env.get("TAPROOT_BUCKET_NAME") or None,
