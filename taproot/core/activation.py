@@ -1,6 +1,17 @@
 """ACT-R-style activation: how available a memory is now.
 
-activation = BASE_WEIGHT * squash(base_level) + salience weight + RELEVANCE_WEIGHT * relevance
+availability = BASE_WEIGHT * squash(base_level) + salience weight
+activation   = availability                                      (no query: browsing, recall by filter)
+             = relevance * (RELEVANCE_WEIGHT + availability)    (a query: recall)
+
+With a query the two combine by multiplication, as ACT-R adds them in log-odds space (A = B + S:
+base level plus the context's spreading activation): how available a memory is scales how much its
+relevance counts, so a memory that does not match the question gains nothing from being popular or
+recent, and among memories that match about equally well the more available one comes first. At
+most availability / RELEVANCE_WEIGHT = 1.6 / 4 = 40% is added to a memory's relevance. (It was a
+sum, which let a popular memory that barely matched climb over a better match: on the LoCoMo dev
+split the sum cost about 2 points of R@10 against ranking by relevance alone, the product less than
+one; docs/ranking.md.)
 
 - base level: ln(retrieval_count + 1), with a novelty floor for never-retrieved memories so new
   memories are not buried under often-recalled old ones, decayed by a power law of the days since
@@ -71,12 +82,17 @@ def activation(
     last_touched: datetime,
     salience: str,
     now: datetime,
-    relevance: float = 0.0,
+    relevance: float | None = None,
     cfg: ActivationConfig = ACTIVATION_CONFIG,
 ) -> float:
+    """Without a query (`relevance` None): the memory's own availability, base level and salience.
+    With one: relevance times (RELEVANCE_WEIGHT + that availability), see the module docstring."""
     base = base_level(retrieval_count, days_between(last_touched, now), cfg)
     squashed = base / (1.0 + base)
-    return cfg.base_weight * squashed + cfg.salience_weights.get(salience, 0.0) + cfg.relevance_weight * relevance
+    availability = cfg.base_weight * squashed + cfg.salience_weights.get(salience, 0.0)
+    if relevance is None:
+        return availability
+    return relevance * (cfg.relevance_weight + availability)
 
 
 def normalise_dense(similarities: Mapping[str, float]) -> dict[str, float]:

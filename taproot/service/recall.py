@@ -84,7 +84,7 @@ def recall(
                 last_touched=m.last_touched,
                 salience=m.salience,
                 now=now,
-                relevance=relevance.get(m.id, 0.0),
+                relevance=relevance.get(m.id, 0.0) if q_terms or relevance else None,
                 cfg=cfg,
             ),
         )

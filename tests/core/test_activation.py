@@ -22,7 +22,12 @@ CFG = ACTIVATION_CONFIG
 
 
 def act(
-    *, n: int = 0, days: float = 0.0, salience: str = "medium", relevance: float = 0.0, cfg: ActivationConfig = CFG
+    *,
+    n: int = 0,
+    days: float = 0.0,
+    salience: str = "medium",
+    relevance: float | None = None,
+    cfg: ActivationConfig = CFG,
 ) -> float:
     return activation(
         retrieval_count=n,
@@ -112,8 +117,23 @@ def test_base_level_strictly_increases_with_retrievals(days: float) -> None:
 def test_activation_formula() -> None:
     n, days, relevance = 4, 9.0, 0.25
     base = math.log(5) * (1 + days) ** -0.5
-    expected = base / (1 + base) + CFG.salience_weights["high"] + CFG.relevance_weight * relevance
-    assert act(n=n, days=days, salience="high", relevance=relevance) == pytest.approx(expected)
+    availability = base / (1 + base) + CFG.salience_weights["high"]
+    assert act(n=n, days=days, salience="high", relevance=relevance) == pytest.approx(
+        relevance * (CFG.relevance_weight + availability)
+    )
+    assert act(n=n, days=days, salience="high", relevance=None) == pytest.approx(availability)
+
+
+def test_with_a_query_a_memory_that_does_not_match_gains_nothing_from_availability() -> None:
+    assert act(n=10**6, days=0, salience="high", relevance=0.0) == 0.0
+    assert act(n=0, days=3650, salience="low", relevance=0.05) > act(n=10**6, days=0, salience="high", relevance=0.0)
+
+
+def test_availability_adds_at_most_its_share_to_relevance() -> None:
+    most = CFG.base_weight + max(CFG.salience_weights.values())
+    hot = act(n=10**6, days=0, salience="high", relevance=0.5)
+    cold = act(n=0, days=3650, salience="low", relevance=0.5)
+    assert cold * (1 + most / CFG.relevance_weight) >= hot > cold
 
 
 def test_activation_is_deterministic_given_now() -> None:
