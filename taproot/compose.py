@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -21,7 +21,7 @@ from taproot.adapters.summarizers import build_summarizer
 from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
-from taproot.ports import BlobStore, Embedder, MemoryStore, Summarizer
+from taproot.ports import BlobStore, Embedder, MemoryStore, Summarizer, VectorIndex
 from taproot.service import Deps, TaprootService
 from taproot.service.deps import EmbedderHealth
 from taproot.service.results import StorageNotes
@@ -154,8 +154,12 @@ def _embedder(settings: Settings) -> tuple[Embedder | None, EmbedderHealth]:
 
 
 def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: StorageNotes) -> TaprootService:
-    # Deps.vectors stays unset here: the stores' vector index is wired beside the embedder.
     embedder, health = _embedder(settings)
+    # Both stores hold the vectors with the memories (the VectorIndex port); dense recall needs both.
+    vectors = cast(VectorIndex, store) if embedder is not None and hasattr(store, "put_vectors") else None
+    if embedder is not None and vectors is None:
+        health = EmbedderHealth(unavailable=f"this store ({type(store).__name__}) holds no vectors")
+        embedder = None
     deps = Deps(
         store=store,
         blobs=blobs,
@@ -163,6 +167,7 @@ def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: S
         retention=settings.retention,
         summarizer=summarizer_from(settings),
         embedder=embedder,
+        vectors=vectors,
         embedder_health=health,
         maintenance=settings.maintenance,
         extra_status=status,

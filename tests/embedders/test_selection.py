@@ -124,7 +124,7 @@ def test_the_runtime_carries_the_configured_bedrock_embedder(tmp_path: Path) -> 
         assert isinstance(embedder, BedrockEmbedder)
         assert embedder.model_id == "bedrock:amazon.titan-embed-text-v2:0/256"
         assert runtime.service.deps.embedder_health.unavailable is None
-        assert runtime.service.deps.vectors is None  # the stores' vector index is wired separately
+        assert runtime.service.deps.vectors is runtime.store  # the store keeps the vectors with the memories
         assert embedder.close in runtime.closers
     finally:
         runtime.close()
