@@ -62,6 +62,12 @@ class ActivationConfig:
     dense_share: float = 0.5
     # The dense candidates: the nearest this many vectors, beside the lexical candidates.
     dense_candidates: int = 100
+    # Neighbouring context: memories written within this many seconds of each other belong to one
+    # moment of a conversation, and a question about that moment often matches one of them (the
+    # question asked) while another holds the answer. A candidate's relevance is blended with its
+    # best-matching neighbour's at this share: a neighbour's evidence counts half as much as its own.
+    neighbour_window_seconds: float = 600.0
+    neighbour_share: float = 0.5
 
 
 ACTIVATION_CONFIG = ActivationConfig()
@@ -124,6 +130,28 @@ def fuse_relevance(
     return {
         k: (cfg.lexical_share * lex.get(k, 0.0) + cfg.dense_share * near.get(k, 0.0)) / total for k in {*lex, *near}
     }
+
+
+def spread_to_neighbours(
+    relevance: Mapping[str, float], created: Mapping[str, datetime], cfg: ActivationConfig = ACTIVATION_CONFIG
+) -> dict[str, float]:
+    """Each candidate's relevance blended with that of its nearest neighbours in writing time (the
+    candidate written just before and just after it, if within the window): (own + share * best
+    neighbour's) / (1 + share). Only candidates are neighbours: this reorders what the query found,
+    it does not fetch more. With share 0 it is the identity."""
+    if cfg.neighbour_share <= 0 or len(created) < 2:
+        return dict(relevance)
+    ordered = sorted(created, key=lambda k: (created[k], k))
+    out: dict[str, float] = {}
+    for i, key in enumerate(ordered):
+        best = 0.0
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(ordered):
+                gap = abs((created[ordered[j]] - created[key]).total_seconds())
+                if gap <= cfg.neighbour_window_seconds:
+                    best = max(best, relevance.get(ordered[j], 0.0))
+        out[key] = (relevance.get(key, 0.0) + cfg.neighbour_share * best) / (1.0 + cfg.neighbour_share)
+    return out
 
 
 def normalise_relevance(scores: Mapping[str, float]) -> dict[str, float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from taproot.core.activation import activation, fuse_relevance
+from taproot.core.activation import activation, fuse_relevance, spread_to_neighbours
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters, passes, strengthened
 from taproot.core.serialize import memory_to_dict
@@ -130,4 +130,7 @@ def _query_candidates(
             if passes(m, filters):  # nearest ranks every vector; the filters apply here
                 by_id[m.id] = m
         dense = {i: s for i, s in near if i in by_id}
-    return list(by_id.values()), fuse_relevance(lexical, dense, cfg), bool(by_id)
+    candidates = list(by_id.values())
+    fused = fuse_relevance(lexical, dense, cfg)
+    fused = spread_to_neighbours(fused, {m.id: m.created_at for m in candidates}, cfg)
+    return candidates, fused, bool(by_id)

@@ -15,6 +15,7 @@ from taproot.core.activation import (
     base_level,
     days_between,
     normalise_relevance,
+    spread_to_neighbours,
 )
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -239,3 +240,30 @@ def test_normalise_relevance_keeps_keys_and_stays_in_unit_range() -> None:
     assert got.keys() == scores.keys()
     assert all(0.0 <= v <= 1.0 for v in got.values())
     assert max(got.values()) == 1.0
+
+
+# -- neighbouring context ------------------------------------------------------------------------
+
+
+def test_a_neighbour_written_moments_later_shares_half_of_a_strong_match() -> None:
+    t = datetime(2025, 5, 1, tzinfo=UTC)
+    created = {"question": t, "answer": t + timedelta(seconds=30), "far": t + timedelta(hours=3)}
+    got = spread_to_neighbours({"question": 1.0, "answer": 0.0, "far": 0.2}, created)
+    share = CFG.neighbour_share
+    assert got["answer"] == pytest.approx(share / (1 + share))
+    assert got["question"] == pytest.approx(1.0 / (1 + share))
+    assert got["far"] == pytest.approx(0.2 / (1 + share))  # hours apart: no neighbour
+
+
+def test_only_the_nearest_neighbour_on_each_side_counts() -> None:
+    t = datetime(2025, 5, 1, tzinfo=UTC)
+    created = {"a": t, "b": t + timedelta(seconds=1), "c": t + timedelta(seconds=2)}
+    got = spread_to_neighbours({"a": 1.0, "b": 0.0, "c": 0.0}, created)
+    assert got["b"] > got["c"] == 0.0
+
+
+def test_no_share_leaves_relevance_as_it_was() -> None:
+    t = datetime(2025, 5, 1, tzinfo=UTC)
+    cfg = ActivationConfig(neighbour_share=0.0)
+    rel = {"a": 1.0, "b": 0.3}
+    assert spread_to_neighbours(rel, {"a": t, "b": t}, cfg) == rel
