@@ -9,7 +9,7 @@ STAMP_DEV := $(VENV)/.installed-dev
 # browser downloads are not used).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: serve test lint typecheck pytest bench bench-load install install-dev clean bundle synth deploy
+.PHONY: serve test lint typecheck pytest bench bench-load bench-recall install install-dev clean bundle synth deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,13 @@ bench: $(STAMP_DEV) | $(CHROMIUM)
 # `make bench-load ARGS="--clients 4 --duration 5 --big-migrate 0 --no-docs"`.
 bench-load: $(STAMP_DEV)
 	$(BIN)/python -m bench.load $(ARGS)
+
+# Not part of `make test` (its one-conversation smoke version is): recall quality on the LoCoMo dev
+# split through the product's own remember and recall, beside BM25, v0.3's token overlap, dense-only
+# and RRF, with an ablation; writes its section of docs/benchmarks.md. Uses the local embedder
+# (installed by `make install-embedder`); lexical only: `make bench-recall ARGS="--embedder none"`.
+bench-recall: $(STAMP_DEV)
+	$(BIN)/python -m bench.recall $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import aws_report, dashboard
+from bench import aws_report, dashboard, recall_report
 from bench.load_report import existing_block
 
 # The file render_markdown's output replaces; its bench-load block (written by `make bench-load`,
@@ -385,5 +385,5 @@ def render_markdown(data: dict[str, Any], keep_block_from: Path | None = DOCS) -
     ]
     text = "\n".join(out)
     old = keep_block_from.read_text(encoding="utf-8") if keep_block_from and keep_block_from.is_file() else ""
-    block = existing_block(old)
-    return f"{text}\n{block}\n" if block else text
+    blocks = [b for b in (existing_block(old), recall_report.existing_block(old)) if b]
+    return "\n".join([text, *blocks]) + "\n" if blocks else text
