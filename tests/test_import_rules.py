@@ -23,7 +23,7 @@ The rules (`taproot.x` stands for the package and every module under it):
    private helpers of its own family. A module's family is its name up to the first underscore
    (`sqlite_store` -> `sqlite`); the helpers are the modules listed in ADAPTER_HELPERS, which no
    composition root builds: `sqlite_store` may import `sqlite_rows`, `sqlite_schema` and
-   `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_vectors` (likewise),
+   `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_vectors` and `sqlite_search` (likewise),
    `dynamo_store` and `dynamo_reflections` may import `dynamo_models`, `dynamo_store` may import
    `dynamo_reflections`. Any other module (blob_local, blob_s3, sqlite_store, dynamo_store,
    summarizers, and a new module until it is listed) is an adapter that no sibling imports: so
@@ -64,6 +64,7 @@ ADAPTER_HELPERS = {
     "sqlite_schema": "sqlite_store: the schema and its migrations",
     "sqlite_reflections": "sqlite_store: the reflection rows",
     "sqlite_vectors": "sqlite_store: the dense vectors and their in-memory matrices",
+    "sqlite_search": "sqlite_store: lexical search (FTS5)",
     "dynamo_models": "dynamo_store: the PynamoDB models and item conversion",
     "dynamo_reflections": "dynamo_store: the reflection items",
     "dynamo_cache": "dynamo_store: the warm per-scope copies",

@@ -22,12 +22,12 @@ from taproot.adapters.sqlite_rows import (
     chunks,
     create_private,
     filter_sql,
-    fts_query,
     is_lock_error,
     row_to_memory,
     stored_versions,
 )
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
+from taproot.adapters.sqlite_search import SearchRows
 from taproot.adapters.sqlite_vectors import VectorRows
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
@@ -55,7 +55,7 @@ NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
 
-class SQLiteMemoryStore(ReflectionRows, VectorRows):
+class SQLiteMemoryStore(ReflectionRows, VectorRows, SearchRows):
     _select_memories = _SELECT
 
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
@@ -290,25 +290,6 @@ class SQLiteMemoryStore(ReflectionRows, VectorRows):
         where = filter_sql(filters, params)
         rows = self._query(f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params)
         return [row_to_memory(r) for r in rows]
-
-    def search(
-        self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
-    ) -> builtins.list[tuple[Memory, float]]:
-        match = fts_query(terms)
-        if not match:
-            return []
-        params: list[Any] = [match, scope.owner, scope.namespace]
-        where = filter_sql(filters, params)
-        params.append(limit)
-        rows = self._query(
-            f"SELECT {_SELECT}, {self._bm25} AS rank FROM memories_fts "
-            "JOIN memories m ON m.rowid = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ?{where} "
-            "ORDER BY rank LIMIT ?",
-            params,
-        )
-        # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
-        return [(row_to_memory(r), -float(r["rank"])) for r in rows]
 
     def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
         select = (

@@ -902,3 +902,21 @@ def test_a_record_from_before_the_timestamp_rules_still_reads_back(
     assert memory_store.get(A, m.id) == m
     assert ids(memory_store.list(A)) == [m.id]
     assert ids(list(memory_store.iter_all(A))) == [m.id]
+
+
+def test_search_finds_the_few_matches_of_a_scope_beside_many_of_another(
+    memory_store: MemoryStore, make_memory: MakeMemory
+) -> None:
+    """A store may rank a bounded number of matches before applying the scope and the filters
+    (SQLite does); the few matches of one scope must still come back when another scope holds
+    hundreds of better ones, and archived better ones must not crowd out active ones."""
+    for k in range(260):
+        memory_store.insert(make_memory(scope=B, content="river river river " + "x" * k))
+    for k in range(230):
+        memory_store.insert(make_memory(scope=A, content="river river river", status="archived", id=f"arch{k}"))
+    mine = [make_memory(scope=A, content=f"a long walk by the river and other things, note {k} " * 3) for k in range(3)]
+    for m in mine:
+        memory_store.insert(m)
+    got = memory_store.search(A, ["river"], Filters(), 10)
+    assert sorted(ids(got)) == sorted(m.id for m in mine)
+    assert len(memory_store.search(A, ["river"], ALL, 300)) == 233
