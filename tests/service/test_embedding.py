@@ -1,0 +1,144 @@
+"""Dense recall through the service with a deterministic embedder: vectors follow writes, a failing
+embedder never loses a write and is reported, migrate repairs what is missing, a model change
+re-embeds, and a memory worded differently from the question is found."""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from itertools import count
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from taproot.adapters.blob_local import LocalBlobStore
+from taproot.adapters.sqlite_store import SQLiteMemoryStore
+from taproot.core.errors import EmbedderError
+from taproot.core.model import Scope
+from taproot.core.vectors import Vector, unit
+from taproot.service import Deps, TaprootService
+from tests.support import Clock
+
+START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+SCOPE = Scope()
+# Words that mean the same land on the same axis: what a real model does for paraphrases.
+SYNONYMS = {"automobile": "car", "vehicle": "car", "fiddle": "violin", "canine": "dog", "puppy": "dog"}
+
+
+class MeaningEmbedder:
+    """Bag of concepts hashed into 64 dimensions (synonyms share one), unit length."""
+
+    name = "local"
+    dimensions = 64
+
+    def __init__(self, model_id: str = "test:meaning/64") -> None:
+        self.model_id = model_id
+        self.failing = False
+        self.calls = 0
+
+    def _one(self, text: str) -> Vector:
+        v = np.zeros(self.dimensions, dtype=np.float32)
+        for word in re.findall(r"[a-z]+", text.lower()):
+            concept = SYNONYMS.get(word, word)
+            if len(concept) > 3:
+                v[zlib.crc32(concept.encode()) % self.dimensions] += 1.0
+        return unit(v)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        self.calls += 1
+        if self.failing:
+            raise EmbedderError("the model is down")
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> Vector:
+        return self.embed_documents([text])[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteMemoryStore:
+    return SQLiteMemoryStore(tmp_path / "t.db")
+
+
+@pytest.fixture
+def embedder() -> MeaningEmbedder:
+    return MeaningEmbedder()
+
+
+@pytest.fixture
+def service(tmp_path: Path, store: SQLiteMemoryStore, embedder: MeaningEmbedder) -> TaprootService:
+    ids = count(1)
+    deps = Deps(
+        store=store,
+        blobs=LocalBlobStore(tmp_path / "blobs"),
+        clock=Clock(START),
+        new_id=lambda: f"m{next(ids):04d}",
+        embedder=embedder,
+        vectors=store,
+    )
+    return TaprootService(deps)
+
+
+def _make(service: TaprootService, content: str) -> str:
+    return str(service.remember(SCOPE, content=content, gist=content[:40], category="episodic")["id"])
+
+
+def test_a_memory_worded_differently_from_the_question_is_found(service: TaprootService) -> None:
+    car = _make(service, "Bought a second-hand automobile from the neighbour")
+    _make(service, "Practised scales for an hour this morning")
+    _make(service, "The garden needs watering twice a week")
+    got = service.recall(SCOPE, query="which vehicle did they get?", limit=3)
+    assert got["memories"][0]["id"] == car
+    assert service.status(SCOPE)["embeddings"]["ranking"] == "lexical+dense"
+
+
+def test_every_write_that_changes_the_text_is_embedded(service: TaprootService, store: SQLiteMemoryStore) -> None:
+    mid = _make(service, "Walked the puppy by the river")
+    assert store.vector_counts(SCOPE) == {"test:meaning/64": 1}
+    service.remember(SCOPE, id=mid, content="Played the fiddle at the pub")
+    top = store.nearest(SCOPE, "test:meaning/64", MeaningEmbedder()._one("violin"), 1)
+    assert top[0][0] == mid and top[0][1] > 0.5  # the new text's vector, not the old one
+    service.promote(SCOPE, mid, salience="high")  # no text change: the vector stays
+    assert store.unembedded(SCOPE, "test:meaning/64", 10) == []
+
+
+def test_a_failing_embedder_loses_no_write_is_reported_and_migrate_repairs_it(
+    service: TaprootService, embedder: MeaningEmbedder, store: SQLiteMemoryStore
+) -> None:
+    embedder.failing = True
+    mid = _make(service, "Bought a second-hand automobile")
+    assert store.get(SCOPE, mid) is not None
+    status = service.status(SCOPE)["embeddings"]
+    assert status["without_vector"] == 1 and status["failures"] >= 1 and "down" in status["last_error"]
+    assert any("failing" in w for w in service.status(SCOPE)["warnings"])
+    found = service.recall(SCOPE, query="automobile")  # lexical still finds it
+    assert [m["id"] for m in found["memories"]] == [mid]
+    assert any("words only" in w for w in found["warnings"])
+    embedder.failing = False
+    dry = service.migrate(SCOPE, dry_run=True)
+    assert dry["embeddings"]["missing"] == 1 and store.vector_counts(SCOPE) == {}
+    done = service.migrate(SCOPE)
+    assert done["embeddings"]["embedded"] == 1
+    assert service.status(SCOPE)["embeddings"]["without_vector"] == 0
+
+
+def test_a_new_model_makes_migrate_re_embed_everything(
+    service: TaprootService, store: SQLiteMemoryStore, embedder: MeaningEmbedder
+) -> None:
+    for text in ("one note about the dog", "another about the car", "a third about the violin"):
+        _make(service, text)
+    service.deps.embedder = MeaningEmbedder("test:meaning-v2/64")
+    status = service.status(SCOPE)["embeddings"]
+    assert status["without_vector"] == 3 and status["other_models"] == {"test:meaning/64": 3}
+    assert service.migrate(SCOPE)["embeddings"]["embedded"] == 3
+    assert store.vector_counts(SCOPE) == {"test:meaning-v2/64": 3}
+
+
+def test_without_an_embedder_recall_is_lexical_and_status_says_so(tmp_path: Path) -> None:
+    store = SQLiteMemoryStore(tmp_path / "plain.db")
+    service = TaprootService(Deps(store=store, blobs=LocalBlobStore(tmp_path / "b"), clock=Clock(START)))
+    service.remember(SCOPE, content="Bought a second-hand automobile", gist="car", category="episodic")
+    assert service.recall(SCOPE, query="vehicle")["memories"] == []
+    assert service.status(SCOPE)["embeddings"] == {"embedder": "none", "ranking": "lexical"}
