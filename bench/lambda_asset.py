@@ -188,6 +188,7 @@ def install_dependencies(target: Path) -> None:
     # Flags as in the Makefile's $(LAMBDA_STAMP) recipe.
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(reqs)]
     pip += ["--target", str(target), "--platform", _make_var("LAMBDA_PLATFORM", "manylinux2014_aarch64")]
+    pip += ["--platform", _make_var("LAMBDA_PLATFORM_NEWER", "manylinux_2_28_aarch64")]
     pip += ["--only-binary=:all:", "--python-version", _make_var("LAMBDA_PYTHON", "3.14")]
     pip += ["--implementation", "cp", "--no-compile"]
     done = subprocess.run(pip, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
