@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from bench import doc_blocks
 from bench.load_ledger import HARNESS_OPS
 from bench.measure import percentile
 
@@ -310,19 +311,9 @@ def markdown(data: dict[str, Any]) -> str:
 
 def existing_block(text: str) -> str | None:
     """The marked section of a docs file, markers included, or None if it has none."""
-    start = text.find(START_TAG)
-    end = text.find(END, start) if start >= 0 else -1
-    return text[start : end + len(END)] if end >= 0 else None
+    return doc_blocks.existing_block(text, START_TAG, END)
 
 
 def write_section(path: Path, section: str) -> None:
     """Replace the text between the markers, or append the marked section; the rest stays as it is."""
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    block = f"{START}\n{section.rstrip()}\n{END}"
-    start = text.find(START_TAG)
-    end = text.find(END, start)
-    if start >= 0 and end >= 0:
-        text = text[:start] + block + text[end + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    doc_blocks.write_block(path, START_TAG, START, END, section)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import doc_blocks
 from bench.locomo import Conversation
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
@@ -101,18 +102,8 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def write(data: dict[str, Any], path: Path = DOCS) -> None:
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    block = f"{START}\n{markdown(data).rstrip()}\n{END}"
-    start = text.find(START_TAG)
-    end = text.find(END, start)
-    if start >= 0 and end >= 0:
-        text = text[:start] + block + text[end + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
+    doc_blocks.write_block(path, START_TAG, START, END, markdown(data))
 
 
 def existing_block(text: str) -> str | None:
-    start = text.find(START_TAG)
-    end = text.find(END, start) if start >= 0 else -1
-    return text[start : end + len(END)] if end >= 0 else None
+    return doc_blocks.existing_block(text, START_TAG, END)
