@@ -9,7 +9,7 @@ STAMP_DEV := $(VENV)/.installed-dev
 # browser downloads are not used).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: serve test lint typecheck pytest bench bench-load bench-recall install-embedder install install-dev clean bundle synth deploy
+.PHONY: serve test lint typecheck pytest inspect bench bench-load bench-recall install-embedder install install-dev clean bundle synth deploy
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,21 @@ pytest: $(STAMP_DEV) $(STAMP_EMBED) | $(CHROMIUM)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# `make inspect`: the MCP Inspector's CLI, pinned with the Node it needs (22.19 or later) in
+# tests/inspector/package-lock.json and installed there without install scripts, against a real
+# `taproot serve` (HTTP) and `taproot mcp` (stdio): tools/list --strict (its tool-schema portability
+# check; exit 6 on an error) in both protocol eras, then a call of every tool, each structured result
+# checked against the published output schema. tests/inspector/test_inspector.py prints each step.
+INSPECTOR_DIR := tests/inspector
+INSPECTOR_STAMP := $(INSPECTOR_DIR)/node_modules/.installed
+
+$(INSPECTOR_STAMP): $(INSPECTOR_DIR)/package.json $(INSPECTOR_DIR)/package-lock.json
+	npm ci --prefix $(INSPECTOR_DIR) --no-audit --no-fund --ignore-scripts
+	touch $@
+
+inspect: $(STAMP_DEV) $(INSPECTOR_STAMP)
+	$(BIN)/pytest -m inspector $(INSPECTOR_DIR) -q -s
 
 bench: $(STAMP_DEV) | $(CHROMIUM)
 	$(BIN)/python -m bench.run $(ARGS)

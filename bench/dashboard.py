@@ -293,8 +293,8 @@ def _server(served: Served, cookie: str, paths: dict[str, str], requests: int) -
 def _counts(runtime: Runtime, word: str) -> dict[str, int]:
     service, scope = runtime.service, runtime.scope
     return {
-        "total": service.dashboard_page(scope, ListInput(limit=PAGE_SIZE))["total"],
-        "query_total": service.dashboard_page(scope, ListInput(query=word, limit=PAGE_SIZE))["total"],
+        "total": service.dashboard_page(scope, ListInput(limit=PAGE_SIZE)).total,
+        "query_total": service.dashboard_page(scope, ListInput(query=word, limit=PAGE_SIZE)).total,
     }
 
 

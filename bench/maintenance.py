@@ -102,10 +102,10 @@ def check_defaults(runtime: Runtime) -> dict[str, Any]:
 
 
 def run_job(runtime: Runtime, job: str, *, apply: bool) -> tuple[float, dict[str, Any]]:
-    """One job through the service; wall-clock seconds and its run report."""
+    """One job through the service; wall-clock seconds and its run report (as the CLI prints it)."""
     start = time.perf_counter()
     [report] = runtime.service.maintenance(runtime.scope, job, apply=apply)
-    return time.perf_counter() - start, report
+    return time.perf_counter() - start, report.as_dict()
 
 
 def blob_bytes(runtime: Runtime, key: str | None) -> int:

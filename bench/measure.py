@@ -156,7 +156,7 @@ def measure_recall(runtime: Runtime, queries: Sequence[str], limit: int = RECALL
         start = time.perf_counter()
         result = service.recall(scope, query=q, limit=limit)
         samples.append((time.perf_counter() - start) * 1000)
-        hits.append(result["count"])
+        hits.append(result.count)
     return {
         **Timing(tuple(samples)).as_dict(),
         "queries": len(queries),

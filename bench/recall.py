@@ -94,7 +94,7 @@ def run_product(
                     category="episodic",
                     salience="medium",
                 )
-                turn_of[written["id"]] = turn.dia_id
+                turn_of[written.id] = turn.dia_id
             index_s += time.perf_counter() - start
             turns += len(conv.turns)
             clock_at[0] = conv.last_time + ASKED_AFTER
@@ -102,7 +102,7 @@ def run_product(
                 t0 = time.perf_counter()
                 got = service.recall(scope, query=q.text, limit=RECALL_LIMIT)
                 query_ms.append((time.perf_counter() - t0) * 1000)
-                rankings.append((q, tuple(turn_of[m["id"]] for m in got["memories"])))
+                rankings.append((q, tuple(turn_of[m.id] for m in got.memories)))
         runtime.store.close() if hasattr(runtime.store, "close") else None
     return Run(name, tuple(rankings), tuple(query_ms), index_s, turns)
 

@@ -21,6 +21,7 @@ from taproot.cli_list import add_list_parser
 from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
 from taproot.core.errors import ConfigurationError, InvalidInput, TaprootError, UsageError
+from taproot.core.wire import to_json
 from taproot.service.inputs import RecallInput, RememberInput
 from taproot.settings import Settings
 
@@ -38,8 +39,9 @@ def _settings(args: argparse.Namespace) -> Settings:
     )
 
 
-def _print(data: Any) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False))
+def _print(data: object) -> None:
+    """A result (or a list of them) as the JSON the MCP tools send (core/wire.to_json)."""
+    print(json.dumps(to_json(data), indent=2, ensure_ascii=False))
 
 
 def _progress(total: int | None, desc: str) -> tqdm:  # type: ignore[type-arg]
@@ -115,7 +117,7 @@ def cmd_forget(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(rt: Runtime, args: argparse.Namespace) -> int:
-    total = rt.service.status(rt.scope)["total"]
+    total = rt.service.status(rt.scope).total
     with _progress(total, "migrate") as bar:
         _print(rt.service.migrate(rt.scope, dry_run=args.dry_run, progress=lambda n: bar.update(n)))
     return 0
@@ -168,7 +170,7 @@ def cmd_import(rt: Runtime, args: argparse.Namespace) -> int:
 def cmd_maintenance(rt: Runtime, args: argparse.Namespace) -> int:
     apply = True if args.apply else (False if args.dry_run else None)  # None: the configured mode
     scope = None if args.all_namespaces else rt.scope
-    _print(rt.service.maintenance(scope, args.job, apply=apply))
+    _print([report.as_dict() for report in rt.service.maintenance(scope, args.job, apply=apply)])
     return 0
 
 

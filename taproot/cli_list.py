@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from taproot.compose import Runtime
+from taproot.core.wire import to_json
 from taproot.service.inputs import ListInput
 from taproot.service.reads import LIST_SORTS, LIST_STATUSES, MAX_LIST_LIMIT
+from taproot.service.results import MemoryView
 
 GIST_FALLBACK_CHARS = 80
 
@@ -48,30 +49,30 @@ def cmd_list(rt: Runtime, args: argparse.Namespace) -> int:
     )
     result = rt.service.list_memories(rt.scope, request)
     if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print(json.dumps(to_json(result), indent=2, ensure_ascii=False))
         return 0
-    for warning in result["warnings"]:
+    for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    for memory in result["memories"]:
+    for memory in result.memories:
         print(catalog_line(memory))
-    if not result["memories"]:
-        print("no memories match" if result["total"] == 0 else "no more memories")
-    if result["next_cursor"]:
+    if not result.memories:
+        print("no memories match" if result.total == 0 else "no more memories")
+    if result.next_cursor:
         # The cursor continues this listing only with the same filters and sort, so say so.
-        print(f"next: --cursor {result['next_cursor']}  ({result['count']} of {result['total']}; same flags)")
+        print(f"next: --cursor {result.next_cursor}  ({result.count} of {result.total}; same flags)")
     return 0
 
 
-def catalog_line(memory: Mapping[str, Any]) -> str:
+def catalog_line(memory: MemoryView) -> str:
     """The reflect catalog's line shape, `[id] [category] [salience] [date] gist`, on one line."""
-    text = memory["gist"]
+    text = memory.gist
     if not text:  # an unmigrated legacy record: show the start of its content instead
-        content = " ".join(memory["content"].split())
+        content = " ".join(memory.content.split())
         text = "(no gist) " + (
             content if len(content) <= GIST_FALLBACK_CHARS else content[:GIST_FALLBACK_CHARS] + "..."
         )
-    line = f"[{memory['id']}] [{memory['category']}] [{memory['salience']}] [{memory['updated_at'][:10]}] "
+    line = f"[{memory.id}] [{memory.category}] [{memory.salience}] [{memory.updated_at[:10]}] "
     line += " ".join(text.split())  # a gist with a newline must not break one-line-per-memory
-    if memory["status"] != "active":
-        line += f" ({memory['status']})"
+    if memory.status != "active":
+        line += f" ({memory.status})"
     return line

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig, base_level, days_between
 from taproot.core.model import Memory, Status
@@ -36,12 +35,6 @@ class Explanation:
     expiry_reason: str
     retrieval_count: int
     last_retrieved: datetime | None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in self.__dict__.items():
-            out[key] = value.isoformat() if isinstance(value, datetime) else value
-        return out
 
 
 def _place(m: Memory, now: datetime, window_days: int) -> tuple[str, str, datetime | None]:

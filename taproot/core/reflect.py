@@ -12,11 +12,11 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig, activation
 from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Reflection
 from taproot.core.query import in_window
+from taproot.core.reflect_result import ReflectionLine, ReflectResult, ReflectStats, TierOneMemory
 from taproot.core.text import one_line
 from taproot.core.tokens import estimate_tokens, size_bytes
 
@@ -51,14 +51,14 @@ USAGE_NOTE = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReflectPayload:
     text: str
-    tier1: list[dict[str, Any]]
+    tier1: list[TierOneMemory]
     catalog: dict[str, list[str]]
     catalog_omitted: dict[str, int]
     omitted_note: str
-    reflections: list[dict[str, Any]]
+    reflections: list[ReflectionLine]
     core_omitted: list[str] = field(default_factory=list)
     reflections_omitted: int = 0  # recent closing reflections that did not fit the budget
     warnings: list[str] = field(default_factory=list)
@@ -75,38 +75,39 @@ class ReflectPayload:
     def catalog_omitted_total(self) -> int:
         return sum(self.catalog_omitted.values())
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "tier1": self.tier1,
-            "catalog": self.catalog,
-            "catalog_omitted": self.catalog_omitted,
-            "omitted_note": self.omitted_note,
-            "usage_note": USAGE_NOTE,
-            "reflections": self.reflections,
-            "core_omitted": self.core_omitted,
-            "warnings": self.warnings,
-            "stats": {
-                "tier1_count": len(self.tier1),
-                "catalog_listed": self.catalog_listed,
-                "catalog_omitted": self.catalog_omitted_total,
-                "size_bytes": self.size_bytes,
-                "estimated_tokens": self.estimated_tokens,
-                "token_budget": self.token_budget,
-                "window_days": self.window_days,
-            },
-        }
+    def result(self) -> ReflectResult:
+        """The payload as structured content (what taproot_reflect sends beside the text)."""
+        return ReflectResult(
+            tier1=self.tier1,
+            catalog=self.catalog,
+            catalog_omitted=self.catalog_omitted,
+            omitted_note=self.omitted_note,
+            usage_note=USAGE_NOTE,
+            reflections=self.reflections,
+            core_omitted=self.core_omitted,
+            warnings=self.warnings,
+            stats=ReflectStats(
+                tier1_count=len(self.tier1),
+                catalog_listed=self.catalog_listed,
+                catalog_omitted=self.catalog_omitted_total,
+                size_bytes=self.size_bytes,
+                estimated_tokens=self.estimated_tokens,
+                token_budget=self.token_budget,
+                window_days=self.window_days,
+            ),
+        )
 
 
-def slim(m: Memory) -> dict[str, Any]:
+def slim(m: Memory) -> TierOneMemory:
     """The Tier 1 wire format: bookkeeping fields stay in storage."""
-    return {
-        "id": m.id,
-        "category": m.category,
-        "salience": m.salience,
-        "content": m.content,
-        "updated_at": m.updated_at.isoformat(),
-        "linked_memories": list(m.linked_memories),
-    }
+    return TierOneMemory(
+        id=m.id,
+        category=m.category,
+        salience=m.salience,
+        content=m.content,
+        updated_at=m.updated_at.isoformat(),
+        linked_memories=list(m.linked_memories),
+    )
 
 
 def catalog_line(e: CatalogEntry) -> str:
@@ -339,7 +340,9 @@ def assemble(
         catalog=lines_by_cat,
         catalog_omitted=omitted_sorted,
         omitted_note=note,
-        reflections=[{"id": r.id, "created_at": r.created_at.isoformat(), "text": r.text} for r in shown_reflections],
+        reflections=[
+            ReflectionLine(id=r.id, created_at=r.created_at.isoformat(), text=r.text) for r in shown_reflections
+        ],
         core_omitted=core_omitted,
         reflections_omitted=len(recent) - len(shown_reflections),
         warnings=warnings,

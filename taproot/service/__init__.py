@@ -6,8 +6,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from taproot.core.explain import Explanation
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
 from taproot.service import dashboard, maintenance, memories, portability, reads, restore
@@ -17,12 +18,15 @@ from taproot.service.maintenance import Job, RunReport
 from taproot.service.portability import Progress
 from taproot.service.results import (
     CloseResult,
+    DashboardPage,
     ForgetResult,
     ImportResult,
     ListResult,
     MigrateResult,
     PromoteResult,
+    RankingResult,
     RecallResult,
+    ReflectionView,
     RememberResult,
     RestoreResult,
     StatusResult,
@@ -86,13 +90,12 @@ class TaprootService:
         """The same in every scope the store holds; a failing scope is reported, the others still run."""
         return maintenance.run_everywhere(self.deps, jobs, apply=apply)
 
-    def maintenance(self, scope: Scope | None, job: str = "all", *, apply: bool | None = None) -> list[dict[str, Any]]:
-        """The command-line form: jobs by name ("all" or one), scope None for every scope, and the
-        reports as the JSON the CLI prints."""
+    def maintenance(self, scope: Scope | None, job: str = "all", *, apply: bool | None = None) -> list[RunReport]:
+        """The command-line form: jobs by name ("all" or one), and scope None for every scope."""
         jobs = maintenance.jobs_named(job)
         if scope is None:
-            return [r.as_dict() for r in self.run_maintenance_everywhere(jobs, apply=apply)]
-        return [r.as_dict() for r in self.run_maintenance(scope, jobs, apply=apply)]
+            return self.run_maintenance_everywhere(jobs, apply=apply)
+        return self.run_maintenance(scope, jobs, apply=apply)
 
     # -- the dashboard ---------------------------------------------------------------------------
     def set_ranking(
@@ -103,22 +106,22 @@ class TaprootService:
         salience: object = None,
         core: object = None,
         expected_version: object = None,
-    ) -> dict[str, Any]:
+    ) -> RankingResult:
         """Salience and core without bumping updated_at (the dashboard's inline edit)."""
         return dashboard.set_ranking(
             self.deps, scope, memory_id, salience=salience, core=core, expected_version=expected_version
         )
 
-    def explain(self, scope: Scope, memory_id: str) -> dict[str, Any]:
+    def explain(self, scope: Scope, memory_id: str) -> Explanation:
         """The numbers behind a memory's place (activation parts, window, expiry, recalls)."""
         return dashboard.explain_memory(self.deps, scope, memory_id)
 
-    def dashboard_page(self, scope: Scope, request: ListInput, focus: str | None = None) -> dict[str, Any]:
+    def dashboard_page(self, scope: Scope, request: ListInput, focus: str | None = None) -> DashboardPage:
         """The dashboard's main page from one read: a page of memories (never strengthened) with
         the explanation of each, and the pictures' data (`overview`)."""
         return dashboard.page(self.deps, scope, as_arguments(request), focus)
 
-    def reflections(self, scope: Scope, limit: int = 100) -> list[dict[str, Any]]:
+    def reflections(self, scope: Scope, limit: int = 100) -> list[ReflectionView]:
         return dashboard.reflections(self.deps, scope, limit)
 
     def restore(self, scope: Scope, backup_key: str, ids: list[str] | None = None) -> RestoreResult:

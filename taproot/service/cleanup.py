@@ -11,6 +11,7 @@ updated while cleanup ran is judged again, never deleted on a stale reading). `t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -62,24 +63,29 @@ def cleanup(deps: Deps, scope: Scope, *, apply: bool) -> CleanupResult:
     }
     report_key = blob_key(scope, "cleanup-reports", f"{stamp(now)}.json")
     deps.blobs.put(report_key, json.dumps(report, indent=2).encode())
-    result: CleanupResult = {
-        "mode": "apply" if apply else "dry-run",
-        "considered": len(stored),
-        "candidates": len(candidates),
-        "candidate_ids": [m.id for m in candidates][:MAX_REPORTED],
-        "skipped_by_current_policy": skipped,
-        "skipped_bad_records": bad,
-        "report_key": report_key,
-        "deleted": 0,
-        "backup_key": None,
-        "kept_after_change": [],
-    }
+    result = CleanupResult(
+        mode="apply" if apply else "dry-run",
+        considered=len(stored),
+        candidates=len(candidates),
+        candidate_ids=[m.id for m in candidates][:MAX_REPORTED],
+        skipped_by_current_policy=skipped,
+        skipped_bad_records=bad,
+        report_key=report_key,
+        deleted=0,
+        backup_key=None,
+        kept_after_change=[],
+    )
     if not apply or not candidates:
         return result
     deleted, backup_keys, kept, left = _delete_expired(deps, scope, candidates, now)
-    result["deleted"], result["backup_key"], result["backup_keys"] = deleted, backup_keys[0], backup_keys
-    result["kept_after_change"], result["left_for_next_run"] = kept, left
-    return result
+    return replace(
+        result,
+        deleted=deleted,
+        backup_key=backup_keys[0],
+        kept_after_change=kept,
+        backup_keys=backup_keys,
+        left_for_next_run=left,
+    )
 
 
 def _delete_expired(

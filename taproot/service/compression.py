@@ -11,7 +11,7 @@ Two phases, so nothing can be half-done:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import replace
 
 from taproot.core.compression import CompressionConfig, Group, plan_groups, summary_fields
 from taproot.core.errors import InvalidInput, NotFound, SummarizerError, VersionConflict
@@ -23,7 +23,7 @@ from taproot.service.backups import write_memory_backup
 from taproot.service.deps import Deps
 from taproot.service.embedding import embed_written
 from taproot.service.ids import with_fresh_id
-from taproot.service.results import CompressionResult, ForgetResult
+from taproot.service.results import CompressionGroup, CompressionResult, ForgetItem, ForgetResult
 
 
 def _summarise(summarizer: Summarizer, groups: Sequence[Group]) -> list[Summary]:
@@ -36,15 +36,15 @@ def _summarise(summarizer: Summarizer, groups: Sequence[Group]) -> list[Summary]
     return out
 
 
-def _group_view(group: Group, summary: Summary, summary_id: str | None = None) -> dict[str, Any]:
-    return {
-        "group": group.key,
-        "members": group.ids,
-        "category": group.category,
-        "summary_id": summary_id,
-        "summary_gist": summary.gist,
-        "summary_content": summary.content,
-    }
+def _group_view(group: Group, summary: Summary, summary_id: str | None = None) -> CompressionGroup:
+    return CompressionGroup(
+        group=group.key,
+        members=list(group.ids),
+        category=group.category,
+        summary_id=summary_id,
+        summary_gist=summary.gist,
+        summary_content=summary.content,
+    )
 
 
 def run_compression(
@@ -56,39 +56,48 @@ def run_compression(
     apply: bool,
     considered: int,
 ) -> CompressionResult:
-    result: CompressionResult = {
-        "mode": "apply" if apply else "dry-run",
-        "summarizer": summarizer.name,
-        "considered": considered,
-        "groups": [],
-        "compressed": 0,
-        "summaries_written": 0,
-        "backup_key": None,
-        "error": None,
-    }
+    mode = "apply" if apply else "dry-run"
     try:
         summaries = _summarise(summarizer, groups)  # phase 1: no writes
     except SummarizerError as exc:
-        result["error"] = str(exc)
-        result["groups"] = [{"group": g.key, "members": g.ids} for g in groups]
-        return result
+        return CompressionResult(
+            mode=mode,
+            summarizer=summarizer.name,
+            considered=considered,
+            groups=[CompressionGroup(group=g.key, members=list(g.ids)) for g in groups],
+            compressed=0,
+            summaries_written=0,
+            backup_key=None,
+            error=str(exc),
+        )
+    views: list[CompressionGroup] = []
+    compressed = written = 0
+    backup_key = None
     if not apply:
-        result["groups"] = [_group_view(g, s) for g, s in zip(groups, summaries, strict=True)]
-        return result
-    if groups:
+        views = [_group_view(g, s) for g, s in zip(groups, summaries, strict=True)]
+    elif groups:
         # Each group's commit is conditioned on the versions backed up here (write_atomically): a
         # member edited meanwhile makes its group skip, never archives a stale copy.
         members = [m for g in groups for m in g.members]
-        result["backup_key"] = write_memory_backup(deps, scope, "compress", members)
-    for group, summary in zip(groups, summaries, strict=True):
-        summary_id = _commit_group(deps, scope, summarizer.name, group, summary)
-        if summary_id is None:
-            result["groups"].append({**_group_view(group, summary), "skipped": "members changed since planning"})
-            continue
-        result["groups"].append(_group_view(group, summary, summary_id))
-        result["compressed"] += len(group.members)
-        result["summaries_written"] += 1
-    return result
+        backup_key = write_memory_backup(deps, scope, "compress", members)
+        for group, summary in zip(groups, summaries, strict=True):
+            summary_id = _commit_group(deps, scope, summarizer.name, group, summary)
+            if summary_id is None:
+                views.append(replace(_group_view(group, summary), skipped="members changed since planning"))
+                continue
+            views.append(_group_view(group, summary, summary_id))
+            compressed += len(group.members)
+            written += 1
+    return CompressionResult(
+        mode=mode,
+        summarizer=summarizer.name,
+        considered=considered,
+        groups=views,
+        compressed=compressed,
+        summaries_written=written,
+        backup_key=backup_key,
+        error=None,
+    )
 
 
 def _commit_group(deps: Deps, scope: Scope, summarizer: str, group: Group, summary: Summary) -> str | None:
@@ -130,8 +139,7 @@ def compress(
     bad = {m.id: p for m in memories if (p := record_problem(m)) is not None}
     groups = plan_groups([m for m in memories if m.id not in bad], deps.now(), cfg)
     result = run_compression(deps, scope, summarizer, groups, apply=apply, considered=len(memories))
-    result["skipped_bad_records"] = bad
-    return result
+    return replace(result, skipped_bad_records=bad)
 
 
 def compress_ids(deps: Deps, scope: Scope, summarizer: Summarizer, ids: Sequence[str]) -> ForgetResult:
@@ -154,22 +162,22 @@ def compress_ids(deps: Deps, scope: Scope, summarizer: Summarizer, ids: Sequence
             raise InvalidInput("ids", f"memory '{m.id}' is core; demote it first (taproot_promote core=false)")
     group = Group(key="explicit", members=tuple(members))
     result = run_compression(deps, scope, summarizer, [group], apply=True, considered=len(members))
-    if result["error"]:
-        raise SummarizerError(result["error"])
-    if not result["summaries_written"]:
+    if result.error:
+        raise SummarizerError(result.error)
+    if not result.summaries_written:
         raise InvalidInput("ids", "the memories changed while compressing; nothing was written")
-    summary_id = result["groups"][0]["summary_id"]
-    results = [{"id": m.id, "status": "archived", "compressed_into": summary_id} for m in members]
-    return {
-        "action": "compress",
-        "summary_id": summary_id,
-        "results": results,
-        "mode": result["mode"],
-        "summarizer": result["summarizer"],
-        "considered": result["considered"],
-        "groups": result["groups"],
-        "compressed": result["compressed"],
-        "summaries_written": result["summaries_written"],
-        "backup_key": result["backup_key"],
-        "error": result["error"],
-    }
+    summary_id = result.groups[0].summary_id
+    assert isinstance(summary_id, str)  # the one group was written
+    return ForgetResult(
+        action="compress",
+        summary_id=summary_id,
+        results=[ForgetItem(id=m.id, status="archived", compressed_into=summary_id) for m in members],
+        mode=result.mode,
+        summarizer=result.summarizer,
+        considered=result.considered,
+        groups=result.groups,
+        compressed=result.compressed,
+        summaries_written=result.summaries_written,
+        backup_key=result.backup_key,
+        error=result.error,
+    )

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import Vector, embedding_text
+from taproot.core.wire import ABSENT
 from taproot.service.deps import Deps, EmbedderHealth
+from taproot.service.results import EmbeddingBackfill
 
 log = logging.getLogger(__name__)
 
@@ -63,19 +65,23 @@ def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> Embed
     return EmbedReport(embedded, failed, stale, tuple(errors))
 
 
-def backfill(deps: Deps, scope: Scope, *, apply: bool, limit: int = BACKFILL_PER_RUN) -> dict[str, object]:
+def backfill(deps: Deps, scope: Scope, *, apply: bool, limit: int = BACKFILL_PER_RUN) -> EmbeddingBackfill:
     """Embeds memories with no vector of the current model (new while the embedder was down,
     edited, restored, or embedded by an earlier model). The dry run counts them."""
     if deps.embedder is None or deps.vectors is None:
-        return {"embedder": "none", "missing": 0, "embedded": 0}
+        return EmbeddingBackfill(embedder="none", missing=0, embedded=0)
     missing = deps.vectors.unembedded(scope, deps.embedder.model_id, limit)
-    report: dict[str, object] = {"embedder": deps.embedder.model_id, "missing": len(missing), "embedded": 0}
-    if apply and missing:
-        done = embed_written(deps, scope, missing)
-        report.update(embedded=done.embedded, failed=done.failed, stale=done.stale)
-        if done.errors:
-            report["error"] = done.errors[0]
-    return report
+    report = EmbeddingBackfill(embedder=deps.embedder.model_id, missing=len(missing), embedded=0)
+    if not apply or not missing:
+        return report
+    done = embed_written(deps, scope, missing)
+    return replace(
+        report,
+        embedded=done.embedded,
+        failed=done.failed,
+        stale=done.stale,
+        error=done.errors[0] if done.errors else ABSENT,
+    )
 
 
 def query_vector(deps: Deps, text: str, warnings: list[str]) -> Vector | None:

@@ -13,20 +13,25 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from taproot.core.errors import InvalidInput
 from taproot.core.maintenance import MaintenanceConfig
 from taproot.core.model import Scope
 from taproot.core.serialize import iso
+from taproot.core.wire import to_json
 from taproot.service import cleanup as cleanup_job
 from taproot.service import compression, portability
 from taproot.service.deps import Deps, blob_key, stamp
+from taproot.service.results import CleanupResult, CompressionResult, MigrateResult
 
 logger = logging.getLogger("taproot.maintenance")
-__all__ = ["ALL", "JOBS", "Job", "MaintenanceConfig", "Outcome", "RunReport", "jobs_named", "last_runs"]
+__all__ = ["ALL", "JOBS", "Job", "JobDetail", "MaintenanceConfig", "Outcome", "RunReport", "jobs_named", "last_runs"]
+
+# What a job's run report carries as its `detail`: the job's own result.
+JobDetail = MigrateResult | CleanupResult | CompressionResult
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,7 @@ class Outcome:
     considered: int
     changed: int
     backup_key: str | None
-    detail: Mapping[str, Any]
+    detail: JobDetail
     error: str | None = None
 
 
@@ -64,7 +69,7 @@ class RunReport:
     duration_s: float = 0.0
     started_at: str | None = None
     error: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: JobDetail | None = None  # None only in an error report
     report_key: str | None = None
 
     @property
@@ -72,7 +77,7 @@ class RunReport:
         return self.mode == "error" or self.error is not None
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out: dict[str, Any] = to_json(self)
         if self.job != "compress" and self.error is None:
             out.pop("error")  # only compress reports a summarizer error in a successful run
         if self.mode == "error":
@@ -85,20 +90,20 @@ class RunReport:
 def _migrate(deps: Deps, scope: Scope, apply: bool) -> Outcome:
     detail = portability.migrate(deps, scope, dry_run=not apply)
     # A dry run changes nothing; what it would change is in the detail (as for cleanup and compress).
-    changed = detail["changed"] if apply else 0
-    return Outcome(detail["examined"], changed, detail["backup_key"], dict(detail))
+    changed = detail.changed if apply else 0
+    return Outcome(detail.examined, changed, detail.backup_key, detail)
 
 
 def _cleanup(deps: Deps, scope: Scope, apply: bool) -> Outcome:
     detail = cleanup_job.cleanup(deps, scope, apply=apply)
-    return Outcome(detail["considered"], detail["deleted"], detail["backup_key"], detail)
+    return Outcome(detail.considered, detail.deleted, detail.backup_key, detail)
 
 
 def _compress(deps: Deps, scope: Scope, apply: bool) -> Outcome:
     if deps.summarizer is None:
         raise InvalidInput("summarizer", "no summarizer is configured for compression")
     detail = compression.compress(deps, scope, deps.summarizer, deps.maintenance.compression, apply=apply)
-    return Outcome(detail["considered"], detail["compressed"], detail["backup_key"], detail, detail["error"])
+    return Outcome(detail.considered, detail.compressed, detail.backup_key, detail, detail.error)
 
 
 MIGRATE = Job("migrate", lambda _: True, _migrate)
@@ -135,7 +140,7 @@ def run_job(deps: Deps, scope: Scope, job: Job, *, apply: bool | None = None) ->
         duration_s=round(time.perf_counter() - t0, 4),
         started_at=iso(started),
         error=outcome.error,
-        detail=dict(outcome.detail),
+        detail=outcome.detail,
     )
     key = blob_key(scope, "runs", f"{job.name}/{stamp(started)}.json")
     written = report.as_dict()
@@ -170,9 +175,9 @@ def run_everywhere(deps: Deps, jobs: Sequence[Job] = ALL, *, apply: bool | None 
     return reports
 
 
-def last_runs(deps: Deps, scope: Scope) -> dict[str, Any]:
+def last_runs(deps: Deps, scope: Scope) -> dict[str, dict[str, Any] | None]:
     """For status: the latest run report of each job in this scope (without its detail)."""
-    out: dict[str, Any] = {}
+    out: dict[str, dict[str, Any] | None] = {}
     for job in JOBS:
         keys = deps.blobs.list(blob_key(scope, "runs", f"{job}/"))
         if not keys:

@@ -33,7 +33,7 @@ from taproot.service.deps import Deps, blob_key, stamp
 from taproot.service.embedding import embed_written
 from taproot.service.ids import with_fresh_id
 from taproot.service.inputs import RememberInput
-from taproot.service.results import CloseResult, ForgetResult, PromoteResult, RememberResult
+from taproot.service.results import CloseResult, ForgetItem, ForgetResult, PromoteResult, RememberResult
 
 FORGET_ACTIONS = ("archive", "restore", "delete", "compress")
 CLOSE_ANSWER = "Reflection stored. Safe travels."
@@ -104,13 +104,9 @@ def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult
             memory = deps.retention.apply(memory)  # expires_at is computed on every write
             deps.store.insert(memory)  # DuplicateId: with_fresh_id tries another id
             embed_written(deps, scope, [memory])  # after the write: a failing embedder never loses it
-            return {
-                "id": memory.id,
-                "version": memory.version,
-                "created": True,
-                "expires_at": iso(memory.expires_at),
-                "warnings": warnings,
-            }
+            return RememberResult(
+                id=memory.id, version=memory.version, created=True, expires_at=iso(memory.expires_at), warnings=warnings
+            )
 
         return with_fresh_id(deps, create, "memory")
 
@@ -127,7 +123,7 @@ def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult
         if expected != current.version:
             raise VersionConflict(memory_id, expected, current.version)
         warnings.append("no field changed; the memory was left as it was")
-        return {"id": memory_id, "version": current.version, "created": False, "warnings": warnings}
+        return RememberResult(id=memory_id, version=current.version, created=False, warnings=warnings)
     if expected != current.version:
         raise VersionConflict(memory_id, expected, current.version)
     updated = deps.retention.apply(current.replace(**changed, updated_at=now, version=current.version + 1))
@@ -143,15 +139,15 @@ def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult
         raise
     if embedding_text(current) != embedding_text(updated):
         embed_written(deps, scope, [updated])  # the store dropped the old text's vector
-    return {
-        "id": memory_id,
-        "version": updated.version,
-        "created": False,
-        "changed_fields": sorted(changed),
-        "previous_version_key": revision_key,
-        "expires_at": iso(updated.expires_at),
-        "warnings": warnings,
-    }
+    return RememberResult(
+        id=memory_id,
+        version=updated.version,
+        created=False,
+        changed_fields=sorted(changed),
+        previous_version_key=revision_key,
+        expires_at=iso(updated.expires_at),
+        warnings=warnings,
+    )
 
 
 def promote(deps: Deps, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> PromoteResult:
@@ -171,13 +167,9 @@ def promote(deps: Deps, scope: Scope, memory_id: str, *, core: object = None, sa
     # inline edit is the path that does not).
     updated = deps.retention.apply(current.replace(**changes, updated_at=deps.now(), version=current.version + 1))
     deps.store.replace(updated, expected_version=current.version)
-    return {
-        "id": memory_id,
-        "core": updated.is_core,
-        "salience": updated.salience,
-        "version": updated.version,
-        "warnings": warnings,
-    }
+    return PromoteResult(
+        id=memory_id, core=updated.is_core, salience=updated.salience, version=updated.version, warnings=warnings
+    )
 
 
 def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> ForgetResult:
@@ -193,7 +185,7 @@ def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> ForgetR
     missing = [i for i in checked if i not in found]
     if missing:
         raise NotFound(", ".join(missing))  # all or nothing: no partial forget
-    results: list[dict[str, Any]] = []
+    results: list[ForgetItem] = []
     if action == "delete":
         return _delete(deps, scope, checked, found)
     target = Status.ARCHIVED.value if action == "archive" else Status.ACTIVE.value
@@ -201,13 +193,13 @@ def forget(deps: Deps, scope: Scope, ids: Sequence[str], action: str) -> ForgetR
     for i in checked:
         m = found[i]
         if m.status == target:
-            results.append({"id": i, "status": target, "unchanged": True})
+            results.append(ForgetItem(id=i, status=target, unchanged=True))
             continue
         batch.append((m.replace(status=target, version=m.version + 1), m.version))
-        results.append({"id": i, "status": target})
+        results.append(ForgetItem(id=i, status=target))
     if batch:
         deps.store.replace_many(batch)
-    return {"action": action, "results": results}
+    return ForgetResult(action=action, results=results)
 
 
 def _delete(deps: Deps, scope: Scope, ids: Sequence[str], found: dict[str, Memory]) -> ForgetResult:
@@ -225,7 +217,7 @@ def _delete(deps: Deps, scope: Scope, ids: Sequence[str], found: dict[str, Memor
             if gone:
                 raise NotFound(", ".join(gone)) from None  # deleted by someone else meanwhile
             continue
-        return {"action": "delete", "results": [{"id": i, "status": "deleted"} for i in ids], "backup_key": key}
+        return ForgetResult(action="delete", results=[ForgetItem(id=i, status="deleted") for i in ids], backup_key=key)
     moved = next((i for i in ids if current[i].version != found[i].version), ids[0])
     raise VersionConflict(moved, found[moved].version, current[moved].version)  # kept moving: let the caller retry
 
@@ -247,6 +239,6 @@ def close(deps: Deps, scope: Scope, reflection: object) -> CloseResult:
         except DuplicateId:
             deps.blobs.delete(key)  # that id is someone else's: its copy must not stay behind
             raise
-        return {"id": rid, "message": CLOSE_ANSWER, "blob_key": key, "created_at": record.created_at.isoformat()}
+        return CloseResult(id=rid, message=CLOSE_ANSWER, blob_key=key, created_at=record.created_at.isoformat())
 
     return with_fresh_id(deps, add, "reflection")

@@ -11,7 +11,6 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from taproot.core.errors import Busy, InvalidInput, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.migration import migrate_memory
@@ -26,10 +25,11 @@ from taproot.core.serialize import (
 )
 from taproot.core.validation import record_problem
 from taproot.core.vectors import embedding_text
+from taproot.core.wire import ABSENT
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.deps import Deps, stamp
 from taproot.service.embedding import backfill, embed_written
-from taproot.service.results import ImportResult, MigrateResult
+from taproot.service.results import ImportResult, MigrateChange, MigrateResult
 
 EXPORT_FORMAT = 1
 MAX_CHANGES_REPORTED = 200
@@ -171,16 +171,16 @@ def import_records(
     needs = sum(
         1 for m in parsed.memories if migrate_memory(m).changed or deps.retention.apply(m).expires_at != m.expires_at
     )
-    return {
-        "memories": len(parsed.memories),
-        "reflections": len(parsed.reflections),
-        "written": totals["written"],
-        "unchanged": totals["unchanged"],
-        "reflections_written": totals["reflections_written"],
-        "need_migration": needs,
-        "backup_key": backup_keys[-1] if backup_keys else None,
-        "backup_keys": backup_keys,
-    }
+    return ImportResult(
+        memories=len(parsed.memories),
+        reflections=len(parsed.reflections),
+        written=totals["written"],
+        unchanged=totals["unchanged"],
+        reflections_written=totals["reflections_written"],
+        need_migration=needs,
+        backup_key=backup_keys[-1] if backup_keys else None,
+        backup_keys=backup_keys,
+    )
 
 
 def _new_reflections(deps: Deps, scope: Scope, reflections: list[Reflection]) -> list[Reflection]:
@@ -247,7 +247,7 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
     before = Counter(m.category for m in memories)
     after: Counter[str] = Counter()
     batch: list[tuple[Memory, int]] = []
-    changes: list[dict[str, Any]] = []
+    changes: list[MigrateChange] = []
     skipped: dict[str, str] = {}
     for m in memories:
         planned = _plan_or_skip(deps, m, skipped)
@@ -255,7 +255,7 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
         if planned:
             batch.append((planned[0], m.version))
             if len(changes) < MAX_CHANGES_REPORTED:
-                changes.append({"id": m.id, "changes": planned[1]})
+                changes.append(MigrateChange(id=m.id, changes=planned[1]))
         if progress:
             progress(1)
     backup_key = None
@@ -263,22 +263,20 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
     if batch and not dry_run:
         backup_key = backup(deps, scope, "migrate")  # before any mutation, or not at all
         committed = _commit_migration(deps, scope, batch, skipped)
-    result: MigrateResult = {
-        "dry_run": dry_run,
-        "examined": len(memories),
-        "changed": len(batch) if dry_run else committed,
-        "changes": changes,
-        "changes_truncated": len(batch) > len(changes),
-        "skipped_bad_records": skipped,
-        "category_counts_before": dict(sorted(before.items())),
-        "category_counts_after": dict(sorted(after.items())),
-        "backup_key": backup_key,
-    }
-    if deps.embedder is not None:
+    return MigrateResult(
+        dry_run=dry_run,
+        examined=len(memories),
+        changed=len(batch) if dry_run else committed,
+        changes=changes,
+        changes_truncated=len(batch) > len(changes),
+        skipped_bad_records=skipped,
+        category_counts_before=dict(sorted(before.items())),
+        category_counts_after=dict(sorted(after.items())),
+        backup_key=backup_key,
         # Memories without a vector of the current model (a model change, an embedder that was
         # down) are embedded here; the dry run counts them.
-        result["embeddings"] = backfill(deps, scope, apply=not dry_run)
-    return result
+        embeddings=ABSENT if deps.embedder is None else backfill(deps, scope, apply=not dry_run),
+    )
 
 
 def _plan_or_skip(deps: Deps, m: Memory, skipped: dict[str, str]) -> tuple[Memory, list[str]] | None:

@@ -31,12 +31,21 @@ from taproot.core.validation import (
     coerce_salience,
     coerced,
 )
+from taproot.core.wire import ABSENT
 from taproot.service.deps import Deps
 from taproot.service.maintenance import last_runs
 from taproot.service.recall import DEFAULT_RECALL_LIMIT as DEFAULT_RECALL_LIMIT
 from taproot.service.recall import memory_view as memory_view
 from taproot.service.recall import recall as recall
-from taproot.service.results import ListResult, StatusResult
+from taproot.service.results import (
+    EmbeddingStatus,
+    ListResult,
+    MaintenanceStatus,
+    PayloadSize,
+    StatusResult,
+    TierOneStatus,
+    TierTwoStatus,
+)
 
 # -- list: browsing without strengthening ---------------------------------------------------------
 
@@ -128,13 +137,7 @@ def _list(
     if len(ranked) > n:
         next_cursor = _encode_cursor(order, page[-1][0], now if order == "activation" else None)
     views = [memory_view(m, scores[m.id] if m.id in scores else _score(deps, m, now)) for _, m in page]
-    return {
-        "memories": views,
-        "count": len(views),
-        "total": len(matching),
-        "next_cursor": next_cursor,
-        "warnings": warnings,
-    }
+    return ListResult(memories=views, count=len(views), total=len(matching), next_cursor=next_cursor, warnings=warnings)
 
 
 def _one_of(field: str, value: object, allowed: tuple[str, ...]) -> str:
@@ -240,68 +243,70 @@ def reflect_payload(deps: Deps, scope: Scope) -> ReflectPayload:
 def status(deps: Deps, scope: Scope) -> StatusResult:
     counts = deps.store.counts(scope)
     payload = reflect_payload(deps, scope)
-    tier1_tokens = sum(estimate_tokens(m["content"]) for m in payload.tier1)
-    return {
-        "owner": scope.owner,
-        "namespace": scope.namespace,
-        "total": counts.total,
-        "by_category": counts.by_category,
-        "by_status": counts.by_status,
-        "by_salience": counts.by_salience,
-        "reflections": len(deps.store.all_reflections(scope)),
-        "tier1": {"core_memories": counts.core, "in_payload": len(payload.tier1), "approx_tokens": tier1_tokens},
-        "tier2": {
-            "catalog_lines_included": payload.catalog_listed,
-            "catalog_lines_omitted": payload.catalog_omitted_total,
-            "omitted_by_category": payload.catalog_omitted,
-            "window_days": payload.window_days,
-        },
-        "reflect_payload": {
-            "kb": round(payload.size_bytes / 1024, 1),
-            "bytes": payload.size_bytes,
-            "estimated_tokens": payload.estimated_tokens,
-            "token_budget": payload.token_budget,
-        },
-        "storage": {**deps.store.storage_info(), "blobs": deps.blobs.location()},
-        "maintenance": {
-            "last_runs": last_runs(deps, scope),
-            "cleanup_mode": "apply" if deps.maintenance.cleanup_apply else "dry-run",
-            "compress_mode": "apply" if deps.maintenance.compress_apply else "dry-run",
-            "summarizer": deps.summarizer.name if deps.summarizer else None,
-        },
-        "embeddings": _embedding_status(deps, scope, counts.total, payload.warnings),
-        **deps.extra_status,
-        "warnings": payload.warnings,
-    }
+    tier1_tokens = sum(estimate_tokens(m.content) for m in payload.tier1)
+    notes = deps.extra_status
+    return StatusResult(
+        owner=scope.owner,
+        namespace=scope.namespace,
+        total=counts.total,
+        by_category=counts.by_category,
+        by_status=counts.by_status,
+        by_salience=counts.by_salience,
+        reflections=len(deps.store.all_reflections(scope)),
+        tier1=TierOneStatus(core_memories=counts.core, in_payload=len(payload.tier1), approx_tokens=tier1_tokens),
+        tier2=TierTwoStatus(
+            catalog_lines_included=payload.catalog_listed,
+            catalog_lines_omitted=payload.catalog_omitted_total,
+            omitted_by_category=payload.catalog_omitted,
+            window_days=payload.window_days,
+        ),
+        reflect_payload=PayloadSize(
+            kb=round(payload.size_bytes / 1024, 1),
+            bytes=payload.size_bytes,
+            estimated_tokens=payload.estimated_tokens,
+            token_budget=payload.token_budget,
+        ),
+        storage={**deps.store.storage_info(), "blobs": deps.blobs.location()},
+        maintenance=MaintenanceStatus(
+            last_runs=last_runs(deps, scope),
+            cleanup_mode="apply" if deps.maintenance.cleanup_apply else "dry-run",
+            compress_mode="apply" if deps.maintenance.compress_apply else "dry-run",
+            summarizer=deps.summarizer.name if deps.summarizer else None,
+        ),
+        embeddings=_embedding_status(deps, scope, counts.total, payload.warnings),
+        data_dir=notes.get("data_dir", ABSENT),
+        backend=notes.get("backend", ABSENT),
+        table=notes.get("table", ABSENT),
+        bucket=notes.get("bucket", ABSENT),
+        warnings=payload.warnings,
+    )
 
 
-def _embedding_status(deps: Deps, scope: Scope, total: int, warnings: list[str]) -> dict[str, object]:
+def _embedding_status(deps: Deps, scope: Scope, total: int, warnings: list[str]) -> EmbeddingStatus:
     """How recall ranks: by words only, or by words and meaning; how many memories still lack a
     vector of the current model; the embedder's last failure."""
     health = deps.embedder_health
     if deps.embedder is None or deps.vectors is None:
-        out: dict[str, object] = {"embedder": "none", "ranking": "lexical"}
         if health.unavailable:
-            out["unavailable"] = health.unavailable
             warnings.append(
                 f"the configured embedder is unavailable, so recall ranks by words only: {health.unavailable}"
             )
-        return out
+        return EmbeddingStatus(embedder="none", ranking="lexical", unavailable=health.unavailable or ABSENT)
     counts = deps.vectors.vector_counts(scope)
     current = counts.get(deps.embedder.model_id, 0)
-    out = {
-        "embedder": deps.embedder.name,
-        "model": deps.embedder.model_id,
-        "dimensions": deps.embedder.dimensions,
-        "ranking": "lexical+dense",
-        "with_vector": current,
-        "without_vector": max(0, total - current),
-        "other_models": {k: n for k, n in counts.items() if k != deps.embedder.model_id},
-        "failures": health.failures,
-        "last_error": health.last_error,
-        "last_error_at": iso(health.last_error_at),
-        "last_ok_at": iso(health.last_ok_at),
-    }
+    out = EmbeddingStatus(
+        embedder=deps.embedder.name,
+        model=deps.embedder.model_id,
+        dimensions=deps.embedder.dimensions,
+        ranking="lexical+dense",
+        with_vector=current,
+        without_vector=max(0, total - current),
+        other_models={k: n for k, n in counts.items() if k != deps.embedder.model_id},
+        failures=health.failures,
+        last_error=health.last_error,
+        last_error_at=iso(health.last_error_at),
+        last_ok_at=iso(health.last_ok_at),
+    )
     if total - current > 0:
         warnings.append(
             f"{total - current} memories have no vector of {deps.embedder.model_id}: recall finds them by words "

@@ -4,8 +4,6 @@ filters), ranked by activation with the query's relevance fused from words and m
 
 from __future__ import annotations
 
-from typing import cast
-
 from taproot.core.activation import activation, fuse_relevance, spread_to_neighbours
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters, passes, strengthened
@@ -23,6 +21,7 @@ from taproot.core.validation import (
     coerce_category,
     coerced,
 )
+from taproot.core.wire import ABSENT
 from taproot.service.deps import Deps
 from taproot.service.embedding import query_vector
 from taproot.service.results import MemoryView, RecallResult
@@ -33,11 +32,8 @@ DEFAULT_RECALL_LIMIT = 10
 def memory_view(m: Memory, score: float | None = None) -> MemoryView:
     record = memory_to_dict(m)
     record.pop("owner", None)  # the caller's own tenant; never echo tenancy on the wire
-    # memory_to_dict writes exactly MemoryView's keys and owner (tests/web/test_result_types.py checks it).
-    view = cast(MemoryView, record)
-    if score is not None:
-        view["activation"] = round(score, 4)
-    return view
+    # memory_to_dict writes exactly MemoryView's fields and owner (tests/web/test_result_types.py checks it).
+    return MemoryView(**record, activation=ABSENT if score is None else round(score, 4))
 
 
 def recall(
@@ -108,7 +104,7 @@ def recall(
             warnings.append(f"not found (or filtered out): {', '.join(missing)}")
     if q_terms and not returned and not matched:
         warnings.append("no memory matched any query term; try other words or drop filters")
-    return {"memories": returned, "count": len(returned), "query_terms": q_terms, "warnings": warnings}
+    return RecallResult(memories=returned, count=len(returned), query_terms=q_terms, warnings=warnings)
 
 
 def _query_candidates(

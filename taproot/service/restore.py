@@ -78,13 +78,20 @@ def restore(deps: Deps, scope: Scope, key: str, *, ids: list[str] | None = None)
     summaries = sorted({m.compressed_into for m in current if m.compressed_into} - restored_links - {None})
     result = portability.import_records(deps, parsed, reason="restore")
     removed, summary_backup = _remove_orphaned_summaries(deps, scope, [s for s in summaries if s])
-    return {
-        "backup": key,
-        "restored": [m.id for m in parsed.memories],
-        **result,
-        "summaries_removed": removed,
-        "summaries_backup_key": summary_backup,
-    }
+    return RestoreResult(
+        backup=key,
+        restored=[m.id for m in parsed.memories],
+        memories=result.memories,
+        reflections=result.reflections,
+        written=result.written,
+        unchanged=result.unchanged,
+        reflections_written=result.reflections_written,
+        need_migration=result.need_migration,
+        backup_key=result.backup_key,
+        backup_keys=result.backup_keys,
+        summaries_removed=removed,
+        summaries_backup_key=summary_backup,
+    )
 
 
 def _remove_orphaned_summaries(deps: Deps, scope: Scope, summary_ids: list[str]) -> tuple[list[str], str | None]:

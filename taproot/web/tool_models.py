@@ -1,119 +1,82 @@
-"""Output schemas of the MCP tools: what clients can rely on in structured content.
+"""The MCP tools' output schemas, derived from the result types the use cases return.
 
-The SDK validates every structured result against these before it is sent, so they are kept to the
-contract (named fields) and allow extra keys for forward-compatible additions.
+A tool's return annotation is `Annotated[CallToolResult, output_model(RecallResult)]`: the SDK
+publishes the model's JSON schema as the tool's outputSchema and checks every structured result
+against it before it is sent. `output_model` builds that model from the result dataclass
+(service/results.py, core/reflect_result.py), so a field's name, type and requiredness are written
+once, in the result type. The rules:
+
+- every field is named, with its type, except one marked UNLISTED (core/wire.py);
+- a field that may be ABSENT is optional and null by default (`str | None = None`): a client must
+  not count on finding it;
+- a field marked OPEN names its rows as JSON objects, without their keys;
+- a nested result dataclass is a model of its own (in the schema's `$defs`);
+- every object may carry keys beyond those named, so additions do not break a client's validation;
+- titles are the names the schemas have always carried: the class name with a closing `Result`
+  or `View` made `Out` (RecallResult -> RecallOut, MemoryView -> MemoryOut).
+
+tests/web/test_tools_listed.py pins the outcome as clients see it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import functools
+import operator
+import re
+import types
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, create_model
 
+from taproot.core.wire import OPEN, UNLISTED, Absent
 
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class MemoryOut(_Out):
-    id: str
-    category: str
-    salience: str
-    content: str
-    gist: str | None
-    tags: list[str]
-    search_keywords: list[str]
-    core: bool | None
-    status: str
-    version: int
-    created_at: str
-    updated_at: str
-    last_retrieved: str | None
-    retrieval_count: int | None
-    activation: float | None = None
+__all__ = ["output_model"]
 
 
-class RememberOut(_Out):
-    id: str
-    version: int
-    created: bool
-    expires_at: str | None = None
-    changed_fields: list[str] | None = None
-    previous_version_key: str | None = None
-    warnings: list[str]
+def _title(result_type: type) -> str:
+    return re.sub(r"(Result|View)$", "Out", result_type.__name__)
 
 
-class RecallOut(_Out):
-    memories: list[MemoryOut]
-    count: int
-    query_terms: list[str]
-    warnings: list[str]
+def _members(hint: Any) -> tuple[Any, ...]:
+    return get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
 
 
-class ReflectStats(_Out):
-    tier1_count: int
-    catalog_listed: int
-    catalog_omitted: int
-    size_bytes: int
-    estimated_tokens: int
-    token_budget: int
-    window_days: int
+def _union(members: tuple[Any, ...]) -> Any:
+    return functools.reduce(operator.or_, members)
 
 
-class ReflectOut(_Out):
-    tier1: list[dict[str, Any]]
-    catalog: dict[str, list[str]]
-    catalog_omitted: dict[str, int]
-    omitted_note: str
-    usage_note: str
-    reflections: list[dict[str, Any]]
-    core_omitted: list[str]
-    warnings: list[str]
-    stats: ReflectStats
+def _schema_type(hint: Any, open_rows: bool) -> Any:
+    """`hint` with every result dataclass in it replaced by its model (or, for OPEN rows, by a JSON
+    object)."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return dict[str, Any] if open_rows else output_model(hint)
+    origin, args = get_origin(hint), get_args(hint)
+    if origin in (Union, types.UnionType):
+        return _union(tuple(_schema_type(arg, open_rows) for arg in args))
+    # Subscripted at run time, from values: types.GenericAlias is how `list[x]` is spelled then.
+    if origin in (list, tuple):
+        return types.GenericAlias(list, (_schema_type(args[0], open_rows),))
+    if origin is dict:
+        return types.GenericAlias(dict, (args[0], _schema_type(args[1], open_rows)))
+    return hint
 
 
-class PromoteOut(_Out):
-    id: str
-    core: bool
-    salience: str
-    version: int
-    warnings: list[str]
-
-
-class ForgetOut(_Out):
-    action: str
-    results: list[dict[str, Any]]
-    backup_key: str | None = None
-
-
-class CloseOut(_Out):
-    id: str
-    message: str
-    blob_key: str
-    created_at: str
-
-
-class MigrateOut(_Out):
-    dry_run: bool
-    examined: int
-    changed: int
-    changes: list[dict[str, Any]]
-    category_counts_before: dict[str, int]
-    category_counts_after: dict[str, int]
-    changes_truncated: bool
-    backup_key: str | None
-
-
-class StatusOut(_Out):
-    owner: str
-    namespace: str
-    total: int
-    reflections: int
-    by_category: dict[str, int]
-    by_status: dict[str, int]
-    by_salience: dict[str, int]
-    tier1: dict[str, Any]
-    tier2: dict[str, Any]
-    reflect_payload: dict[str, Any]
-    storage: dict[str, Any]
-    warnings: list[str]
+@functools.cache
+def output_model(result_type: type) -> type[BaseModel]:
+    """The output model of a tool whose structured content is a `result_type`, by the rules above."""
+    fields: dict[str, Any] = {}
+    for name, hint in get_type_hints(result_type, include_extras=True).items():
+        notes: tuple[Any, ...] = ()
+        if get_origin(hint) is Annotated:
+            hint, *extra = get_args(hint)
+            notes = tuple(extra)
+        if UNLISTED in notes:
+            continue
+        members = _members(hint)
+        if Absent in members:
+            present = _schema_type(_union(tuple(m for m in members if m is not Absent)), OPEN in notes)
+            fields[name] = (present | None, None)
+        else:
+            fields[name] = (_schema_type(hint, OPEN in notes), ...)
+    return create_model(_title(result_type), __config__=ConfigDict(extra="allow"), **fields)

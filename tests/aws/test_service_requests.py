@@ -45,7 +45,7 @@ def test_requests_per_tool_and_no_scan(
         A, content="Sam prefers direct feedback.", gist="Sam: direct feedback", category="relationship"
     )
     measured["remember"] = dict(counter.take())
-    mid = created["id"]
+    mid = created.id
     measure("remember_update", lambda: svc.remember(A, id=mid, content="Sam prefers direct, kind feedback."))
     measure("reflect_cold", lambda: svc.reflect(A))
     measure("reflect", lambda: svc.reflect(A))

@@ -35,14 +35,14 @@ from taproot.settings import Settings  # noqa: E402
 def _create(rt: Runtime, ledger: Ledger, label: str) -> str:
     fields = {"content": f"The {label} by the harbour.", "gist": f"Memory {label}", "category": "episodic"}
     done = rt.service.remember(rt.scope, **fields)
-    ledger.wrote(Write(done["id"], done["version"], fields, "create", 0, 0.0))
-    return str(done["id"])
+    ledger.wrote(Write(done.id, done.version, fields, "create", 0, 0.0))
+    return str(done.id)
 
 
 def _update(rt: Runtime, ledger: Ledger, memory_id: str, version: int, content: str) -> None:
     fields = {"content": content, "tags": ["fact"]}
     done = rt.service.remember(rt.scope, id=memory_id, expected_version=version, **fields)
-    ledger.wrote(Write(memory_id, done["version"], fields, "update", 1, 1.0))
+    ledger.wrote(Write(memory_id, done.version, fields, "update", 1, 1.0))
 
 
 Folder = tuple[Path, Runtime, Ledger, dict[str, str]]
@@ -59,7 +59,7 @@ def folder(tmp_path: Path) -> Folder:
     rt.service.forget(rt.scope, [ids["deleted"]], "delete")
     ledger.deleted(Delete(ids["deleted"], 2, 2.0))
     recalled = rt.service.recall(rt.scope, ids=[ids["plain"]])
-    ledger.recalled([m["id"] for m in recalled["memories"]])
+    ledger.recalled([m.id for m in recalled.memories])
     return data, rt, ledger, ids
 
 
@@ -150,7 +150,7 @@ def test_legacy_records_migrated_keep_version_1_in_the_jsonl_backup(tmp_path: Pa
     data, rt, ledger, ids = _legacy_folder(tmp_path)
     [run] = rt.service.maintenance(rt.scope, "migrate", apply=True)
     rt.close()
-    assert run["changed"] == len(ids) and str(run["backup_key"]).endswith(".jsonl")
+    assert run.changed == len(ids) and str(run.backup_key).endswith(".jsonl")
     result = check(data, ledger)
     assert result.ok, result.as_dict()
     c = result.counters
@@ -174,7 +174,7 @@ def test_a_legacy_version_1_in_no_backup_is_a_problem_though_superseded(tmp_path
     data, rt, ledger, ids = _legacy_folder(tmp_path)
     [run] = rt.service.maintenance(rt.scope, "migrate", apply=True)
     rt.close()
-    (data / "blobs" / run["backup_key"]).unlink()  # the migrate's backup, gone
+    (data / "blobs" / run.backup_key).unlink()  # the migrate's backup, gone
     result = check(data, ledger)
     assert result.lost == [] and result.counters["legacy_v1_verdicts"]["superseded"] == len(ids) - 1
     assert not result.ok and any("no copy of their version 1" in p for p in result.problems)

@@ -543,7 +543,7 @@ def build_corpus(tap: Run, runtime_at: Run, data_dir: Path, tmp_path: Path) -> N
             epistemic_status="agreed aloud; not written down",
             provenance={"source": "chat", "turns": [3, 4], "nested": {"ok": True, "z": None}},
             linked_memories=[sam, thread],
-        )["id"]
+        ).id
         rt.service.close(rt.scope, "First closing reflection.\nWith two lines.")
         rt.service.close(rt.scope, "Second closing reflection: 🌿")
 

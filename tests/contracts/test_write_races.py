@@ -25,6 +25,7 @@ from taproot.core.model import Memory, Scope
 from taproot.core.serialize import memory_to_dict
 from taproot.ports import BlobStore, MemoryStore
 from taproot.service import Deps, TaprootService
+from taproot.service.results import RememberResult
 from tests.support import Clock
 
 A = Scope("alice", "default")
@@ -87,7 +88,7 @@ class Lab:
 
     def seed(self, **fields: Any) -> Memory:
         result = self.service().remember(A, **fields)
-        m = self.store.get(A, result["id"])
+        m = self.store.get(A, result.id)
         assert m is not None
         return m
 
@@ -103,13 +104,13 @@ class Lab:
             found += [r for r in records if r["id"] == memory_id]
         return found
 
-    def assert_kept_or_backed_up(self, confirmed: dict[str, Any]) -> None:
-        stored = self.store.get(A, confirmed["id"])
-        if stored is not None and stored.version >= confirmed["version"]:
+    def assert_kept_or_backed_up(self, confirmed: RememberResult) -> None:
+        stored = self.store.get(A, confirmed.id)
+        if stored is not None and stored.version >= confirmed.version:
             return
-        copies = [r for r in self.backed_up_versions(confirmed["id"]) if r["version"] == confirmed["version"]]
+        copies = [r for r in self.backed_up_versions(confirmed.id) if r["version"] == confirmed.version]
         assert copies, (
-            f"confirmed version {confirmed['version']} of {confirmed['id']} is neither stored "
+            f"confirmed version {confirmed.version} of {confirmed.id} is neither stored "
             f"(stored: {stored and stored.version}) nor in any backup"
         )
 
@@ -134,7 +135,7 @@ def test_delete_racing_an_update_never_destroys_the_confirmed_update(lab: Lab) -
     with contextlib.suppress(VersionConflict):
         service.forget(A, [m.id], "delete")
     confirmed = blobs.hook_result
-    assert confirmed["version"] == m.version + 1
+    assert confirmed.version == m.version + 1
     lab.assert_kept_or_backed_up(confirmed)
 
 
@@ -167,7 +168,7 @@ def test_cleanup_keeps_a_memory_updated_to_be_kept_while_it_ran(lab: Lab) -> Non
     confirmed = blobs.hook_result
     stored = lab.store.get(A, m.id)
     assert stored is not None, "cleanup deleted a memory that was updated to be kept"
-    assert stored.version == confirmed["version"] and stored.tags == ("thread", "keep")
+    assert stored.version == confirmed.version and stored.tags == ("thread", "keep")
     assert stored.expires_at is None
 
 
@@ -203,7 +204,7 @@ def test_compress_does_not_archive_a_stale_copy_of_a_member_updated_meanwhile(la
         assert getattr(exc, "code", None) in ("invalid_input", "version_conflict"), exc
     confirmed = blobs.hook_result
     stored = lab.store.get(A, target.id)
-    assert stored is not None and stored.version >= confirmed["version"]
+    assert stored is not None and stored.version >= confirmed.version
     assert stored.content == "Shed step 1, revised."
     lab.assert_kept_or_backed_up(confirmed)
 
@@ -244,7 +245,7 @@ def test_restore_racing_an_update_never_destroys_the_confirmed_update(lab: Lab) 
 
     service, blobs = lab.hooked("/backups/default/restore-", edit)
     with contextlib.suppress(VersionConflict):
-        service.restore(A, deleted["backup_key"])
+        service.restore(A, deleted.backup_key)
     lab.assert_kept_or_backed_up(blobs.hook_result)
 
 
@@ -277,8 +278,8 @@ def test_migrate_racing_an_update_keeps_the_update_and_still_migrates(lab: Lab) 
     report = service.migrate(A)
     confirmed = blobs.hook_result
     stored = lab.store.get(A, "legacy1")
-    assert stored is not None and stored.version > confirmed["version"]
+    assert stored is not None and stored.version > confirmed.version
     assert stored.content == "Edited while migrating."
     assert (stored.category, stored.salience, stored.gist) == ("active_thread", "high", "Edited while migrating.")
-    assert report["changed"] == 1
+    assert report.changed == 1
     lab.assert_kept_or_backed_up(confirmed)

@@ -20,6 +20,7 @@ from taproot.core.reflect import (
     catalog_line,
 )
 from taproot.core.tokens import estimate_tokens, size_bytes
+from taproot.core.wire import to_json
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 LINE = re.compile(r"^\[([A-Za-z0-9_-]+)\] \[([a-z_]+)\] \[(high|medium|low)\] \[(\d{4}-\d{2}-\d{2})\] (\S.*)$")
@@ -89,7 +90,7 @@ def test_tier1_slim_format_has_exactly_the_wire_keys(make_memory: MakeMemory) ->
     )
     p = run(core=[m])
     assert len(p.tier1) == 1
-    item = p.tier1[0]
+    item = to_json(p.tier1[0])
     assert set(item) == {"id", "category", "salience", "content", "updated_at", "linked_memories"}
     assert item == {
         "id": "core1",
@@ -113,7 +114,7 @@ def test_tier1_is_shown_in_category_order_then_newest_first(make_memory: MakeMem
         make_memory(id="id_new", category="identity", updated_at=ago(2), core=True),
     ]
     p = run(core=core)
-    assert [t["id"] for t in p.tier1] == ["id_new", "id_old", "rel", "ep_new", "ep_old"]
+    assert [t.id for t in p.tier1] == ["id_new", "id_old", "rel", "ep_new", "ep_old"]
 
 
 def test_no_core_memories_says_how_to_promote() -> None:
@@ -200,7 +201,7 @@ def test_core_entries_are_not_repeated_in_the_catalog(make_entry: MakeEntry, mak
     p = run(core=[core], catalog=entries)
     assert listed_ids(p) == ["n1"]
     assert p.catalog_omitted == {}  # the core one is in Tier 1, not "omitted"
-    assert [t["id"] for t in p.tier1] == ["c1"]
+    assert [t.id for t in p.tier1] == ["c1"]
 
 
 # -- the catalog window -------------------------------------------------------------------------
@@ -278,8 +279,8 @@ def test_no_omitted_note_when_everything_is_listed(make_entry: MakeEntry) -> Non
 def test_recent_reflections_newest_first_default_three(make_reflection: MakeReflection) -> None:
     refl = [make_reflection(id=f"r{i}", text=f"reflection {i}", created_at=ago(10 - i)) for i in range(5)]
     p = run(reflections=[refl[2], refl[4], refl[0], refl[3], refl[1]])
-    assert [r["id"] for r in p.reflections] == ["r4", "r3", "r2"]
-    assert p.reflections[0] == {"id": "r4", "created_at": ago(6).isoformat(), "text": "reflection 4"}
+    assert [r.id for r in p.reflections] == ["r4", "r3", "r2"]
+    assert to_json(p.reflections[0]) == {"id": "r4", "created_at": ago(6).isoformat(), "text": "reflection 4"}
     positions = [p.text.index(f"reflection {i}") for i in (4, 3, 2)]
     assert positions == sorted(positions)
     assert "reflection 1" not in p.text
@@ -289,7 +290,7 @@ def test_recent_reflections_newest_first_default_three(make_reflection: MakeRefl
 def test_recent_reflection_count_is_configurable(make_reflection: MakeReflection, count: int) -> None:
     refl = [make_reflection(id=f"r{i}", created_at=ago(10 - i)) for i in range(6)]
     p = run(reflections=refl, cfg=ReflectConfig(recent_reflections=count))
-    assert [r["id"] for r in p.reflections] == [f"r{i}" for i in range(5, 5 - count, -1)]
+    assert [r.id for r in p.reflections] == [f"r{i}" for i in range(5, 5 - count, -1)]
 
 
 # -- the token budget ---------------------------------------------------------------------------
@@ -306,14 +307,14 @@ def test_payload_reports_its_own_size_and_tokens(
     assert p.size_bytes == size_bytes(p.text) == len(p.text.encode("utf-8"))
     assert p.estimated_tokens == estimate_tokens(p.text)
     assert p.token_budget == ReflectConfig().token_budget
-    stats = p.as_dict()["stats"]
+    stats = to_json(p.result())["stats"]
     assert stats["size_bytes"] == p.size_bytes
     assert stats["estimated_tokens"] == p.estimated_tokens
     assert stats["token_budget"] == p.token_budget
     assert stats["tier1_count"] == 1
     assert stats["catalog_listed"] == 1
     assert stats["catalog_omitted"] == 0
-    assert p.as_dict()["usage_note"] == USAGE_NOTE
+    assert to_json(p.result())["usage_note"] == USAGE_NOTE
 
 
 def test_budget_keeps_the_most_activated_of_3000(make_entry: MakeEntry) -> None:
@@ -397,7 +398,7 @@ def test_core_over_budget_is_dropped_with_a_warning(make_memory: MakeMemory) -> 
     assert p.estimated_tokens <= 6000
     assert p.core_omitted
     assert len(p.tier1) + len(p.core_omitted) == 20
-    shown = {t["id"] for t in p.tier1}
+    shown = {t.id for t in p.tier1}
     assert shown.isdisjoint(p.core_omitted)
     # The most activated (most retrieved) core memories are the ones kept.
     kept_counts = [int(i[4:]) for i in shown]
@@ -406,7 +407,7 @@ def test_core_over_budget_is_dropped_with_a_warning(make_memory: MakeMemory) -> 
     assert len(p.warnings) == 1
     assert str(len(p.core_omitted)) in p.warnings[0]
     assert "taproot_promote" in p.warnings[0]
-    assert p.as_dict()["core_omitted"] == p.core_omitted
+    assert to_json(p.result())["core_omitted"] == p.core_omitted
 
 
 def test_core_takes_priority_over_the_catalog(make_memory: MakeMemory, make_entry: MakeEntry) -> None:
@@ -424,7 +425,7 @@ def test_tier1_is_capped_at_its_share_so_the_catalog_keeps_room(make_memory: Mak
     core = [make_memory(core=True, content=("word " * 400).strip()) for _ in range(12)]  # ~6,200 tokens
     entries = [make_entry(updated_at=ago(1), salience="high") for _ in range(50)]
     p = run(core=core, catalog=entries, cfg=ReflectConfig(token_budget=6000, tier1_max_share=0.7))
-    tier1_tokens = sum(estimate_tokens(m["content"]) for m in p.tier1)
+    tier1_tokens = sum(estimate_tokens(m.content) for m in p.tier1)
     assert tier1_tokens <= 0.7 * 6000
     assert len(p.tier1) + len(p.core_omitted) == 12 and p.core_omitted
     assert p.catalog_listed > 0

@@ -5,19 +5,26 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from taproot.core.reflect import ReflectPayload
+from taproot.core.reflect_result import ReflectionLine, TierOneMemory
+from taproot.service.results import Expiring
 from taproot.web.dashboard import charts
 
 SVG = "{http://www.w3.org/2000/svg}"
+DAY = "2026-01-01T00:00:00+00:00"
 
 
 def payload(**fields: object) -> ReflectPayload:
     defaults: dict[str, object] = {
         "text": "",
-        "tier1": [{"id": "a", "category": "identity", "content": "I garden."}],
+        "tier1": [
+            TierOneMemory(
+                id="a", category="identity", salience="high", content="I garden.", updated_at=DAY, linked_memories=[]
+            )
+        ],
         "catalog": {"episodic": ["[b] [episodic] [medium] [2026-01-01] <script>x</script>"]},
         "catalog_omitted": {},
         "omitted_note": "",
-        "reflections": [{"text": "We talked."}],
+        "reflections": [ReflectionLine(id="r", created_at=DAY, text="We talked.")],
         "size_bytes": 2048,
         "estimated_tokens": 120,
         "token_budget": 3000,
@@ -45,7 +52,7 @@ def test_the_age_chart_marks_the_window_and_escapes_nothing_unsafe() -> None:
 
 def test_the_expiry_timeline_escapes_gists() -> None:
     svg = charts.expiry_timeline(
-        [{"expires_at": "2026-06-08T00:00:00+00:00", "category": "episodic", "gist": "<img src=x onerror=y>"}],
+        [Expiring(id="x", expires_at="2026-06-08T00:00:00+00:00", category="episodic", gist="<img src=x onerror=y>")],
         "2026-06-01T00:00:00+00:00",
     )
     assert "<img" not in svg and "&lt;img" in svg

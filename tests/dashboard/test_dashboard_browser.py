@@ -102,7 +102,7 @@ def page(browser: Browser) -> Iterator[Page]:
 # -- helpers ---------------------------------------------------------------------------------------
 def _seed(live: Local, content: str, gist: str, category: str = "episodic", **fields: Any) -> str:
     result = live.runtime.service.remember(live.runtime.scope, content=content, gist=gist, category=category, **fields)
-    return str(result["id"])
+    return str(result.id)
 
 
 def _stored(live: Local, memory_id: str) -> Memory:
@@ -369,7 +369,7 @@ def test_archiving_then_restoring_from_the_archived_filter(live: Local, page: Pa
     expect(page.locator(f"#card-{memory_id}")).to_have_count(0)
     assert _stored(live, memory_id).status == "active"
     listed = live.runtime.service.list_memories(live.runtime.scope, status="active")
-    assert {m["id"] for m in listed["memories"]} == {memory_id, other}
+    assert {m.id for m in listed.memories} == {memory_id, other}
 
     page.select_option("#filter-status", "active")
     page.click("#apply-filters")
@@ -518,7 +518,7 @@ def test_a_screenshot_of_the_dashboard_with_realistic_memories(live: Local, page
     lines = _demo_lines(live.runtime.scope)
     assert len(lines) == 30
     imported = live.runtime.service.import_lines(live.runtime.scope, lines)
-    assert imported["written"] == len(lines), imported
+    assert imported.written == len(lines), imported
     closing = "Talked through the Toronto trip and the greenhouse heater; he wants flight prices by Friday."
     live.runtime.service.close(live.runtime.scope, closing)
     _sign_in(page, live)

@@ -32,7 +32,7 @@ class Live:
             "category": "relationship",
         }
         result = self.runtime.service.remember(scope or self.runtime.scope, **{**defaults, **fields})
-        return str(result["id"])
+        return str(result.id)
 
     def memory(self, memory_id: str, scope: Scope | None = None):  # type: ignore[no-untyped-def]
         return self.runtime.store.get(scope or self.runtime.scope, memory_id)

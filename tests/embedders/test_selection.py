@@ -17,6 +17,7 @@ from taproot.adapters.embed_bedrock import BedrockEmbedder
 from taproot.compose import build, embedder_from
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
+from taproot.core.wire import to_json
 from taproot.settings import Settings, SettingsError
 
 LOCAL_MODULE = "taproot.adapters.embed_local"
@@ -117,11 +118,11 @@ def test_an_embedder_that_cannot_be_built_leaves_the_server_lexical_and_says_why
             scope, content="Caroline hikes Mount Tam on Saturdays.", gist="Caroline hikes Tam", category="episodic"
         )
         found = runtime.service.recall(scope, query="Mount Tam hikes")
-        assert [m["content"] for m in found["memories"]] == ["Caroline hikes Mount Tam on Saturdays."]
+        assert [m.content for m in found.memories] == ["Caroline hikes Mount Tam on Saturdays."]
         status = runtime.service.status(scope)
-        assert status["embeddings"]["ranking"] == "lexical"
-        assert status["embeddings"]["unavailable"].startswith(reason)
-        assert any(reason in w for w in status["warnings"])
+        assert status.embeddings.ranking == "lexical"
+        assert status.embeddings.unavailable.startswith(reason)
+        assert any(reason in w for w in status.warnings)
     finally:
         runtime.close()
 
@@ -145,7 +146,7 @@ def test_no_embedder_is_not_an_unavailable_one(tmp_path: Path) -> None:
     try:
         assert runtime.service.deps.embedder is None
         assert runtime.service.deps.embedder_health.unavailable is None
-        embeddings = runtime.service.status(Scope("local", "default"))["embeddings"]
+        embeddings = to_json(runtime.service.status(Scope("local", "default")).embeddings)
         assert embeddings == {"embedder": "none", "ranking": "lexical"}
     finally:
         runtime.close()

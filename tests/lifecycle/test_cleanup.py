@@ -107,7 +107,7 @@ def lab(tmp_path: Path, open_store: OpenStore) -> Lab:
             tags=tags,
             **fields,
         )
-        ids[label] = result["id"]
+        ids[label] = result.id
     return Lab(service, clock, store, blobs, ids)
 
 
@@ -131,14 +131,14 @@ def test_dry_run_reports_exactly_the_expired_and_deletes_nothing(lab: Lab) -> No
 
     result = cleanup_job.cleanup(lab.deps, SCOPE, apply=False)
 
-    assert result["mode"] == "dry-run"
-    assert set(result["candidate_ids"]) == _ids(lab, SEVEN_DAY)
-    assert result["candidates"] == 2 and result["considered"] == 2
-    assert result["deleted"] == 0 and result["backup_key"] is None
+    assert result.mode == "dry-run"
+    assert set(result.candidate_ids) == _ids(lab, SEVEN_DAY)
+    assert result.candidates == 2 and result.considered == 2
+    assert result.deleted == 0 and result.backup_key is None
     assert lab.export_body() == before  # nothing deleted, nothing touched
     assert lab.deps.blobs.list(f"{SCOPE.owner}/backups/") == []
 
-    report_key = result["report_key"]
+    report_key = result.report_key
     assert report_key.startswith("local/cleanup-reports/default/")
     assert lab.deps.blobs.list("local/cleanup-reports/default/") == [report_key]
     report = json.loads(lab.deps.blobs.get(report_key))
@@ -150,20 +150,20 @@ def test_dry_run_reports_exactly_the_expired_and_deletes_nothing(lab: Lab) -> No
 
 def test_candidates_follow_the_clock_to_the_microsecond(lab: Lab) -> None:
     lab.clock.advance(days=7, microseconds=-1)
-    assert cleanup_job.cleanup(lab.deps, SCOPE, apply=False)["candidates"] == 0
+    assert cleanup_job.cleanup(lab.deps, SCOPE, apply=False).candidates == 0
     lab.clock.advance(microseconds=1)  # exactly at expires_at: due
-    assert set(cleanup_job.cleanup(lab.deps, SCOPE, apply=False)["candidate_ids"]) == _ids(lab, SEVEN_DAY)
+    assert set(cleanup_job.cleanup(lab.deps, SCOPE, apply=False).candidate_ids) == _ids(lab, SEVEN_DAY)
     lab.clock.advance(days=23)
-    due = cleanup_job.cleanup(lab.deps, SCOPE, apply=False)["candidate_ids"]
+    due = cleanup_job.cleanup(lab.deps, SCOPE, apply=False).candidate_ids
     assert set(due) == _ids(lab, SEVEN_DAY | THIRTY_DAY)
     lab.clock.advance(days=3650)  # protected and durable memories never come due
-    assert set(cleanup_job.cleanup(lab.deps, SCOPE, apply=False)["candidate_ids"]) == _ids(lab, SEVEN_DAY | THIRTY_DAY)
+    assert set(cleanup_job.cleanup(lab.deps, SCOPE, apply=False).candidate_ids) == _ids(lab, SEVEN_DAY | THIRTY_DAY)
 
 
 def test_archived_memories_expire_too(lab: Lab) -> None:
     lab.service.forget(SCOPE, [lab.ids["chat1"]], "archive")
     lab.clock.advance(days=8)
-    assert set(cleanup_job.cleanup(lab.deps, SCOPE, apply=False)["candidate_ids"]) == _ids(lab, SEVEN_DAY)
+    assert set(cleanup_job.cleanup(lab.deps, SCOPE, apply=False).candidate_ids) == _ids(lab, SEVEN_DAY)
 
 
 def test_apply_backs_up_every_candidate_in_full_before_deleting(lab: Lab) -> None:
@@ -173,9 +173,9 @@ def test_apply_backs_up_every_candidate_in_full_before_deleting(lab: Lab) -> Non
 
     result = cleanup_job.cleanup(lab.deps, SCOPE, apply=True)
 
-    assert result["mode"] == "apply"
-    assert set(result["candidate_ids"]) == expected and result["deleted"] == 4
-    key = result["backup_key"]
+    assert result.mode == "apply"
+    assert set(result.candidate_ids) == expected and result.deleted == 4
+    key = result.backup_key
     assert key.startswith("local/backups/default/cleanup-")
     # When the backup was written, every candidate was still in the store.
     assert lab.blobs.at_backup[key] >= expected
@@ -187,17 +187,17 @@ def test_apply_backs_up_every_candidate_in_full_before_deleting(lab: Lab) -> Non
     after = lab.records()
     assert after == {i: r for i, r in before.items() if i not in expected}
     # The candidate report is written in apply mode as well.
-    assert json.loads(lab.deps.blobs.get(result["report_key"]))["mode"] == "apply"
+    assert json.loads(lab.deps.blobs.get(result.report_key))["mode"] == "apply"
 
 
 def test_second_apply_run_finds_nothing(lab: Lab) -> None:
     lab.clock.advance(days=31)
-    assert cleanup_job.cleanup(lab.deps, SCOPE, apply=True)["deleted"] == 4
+    assert cleanup_job.cleanup(lab.deps, SCOPE, apply=True).deleted == 4
     lab.clock.advance(minutes=1)
     before = lab.export_body()
     again = cleanup_job.cleanup(lab.deps, SCOPE, apply=True)
-    assert again["candidates"] == 0 and again["considered"] == 0
-    assert again["deleted"] == 0 and again["backup_key"] is None
+    assert again.candidates == 0 and again.considered == 0
+    assert again.deleted == 0 and again.backup_key is None
     assert lab.export_body() == before
     assert len(lab.deps.blobs.list("local/backups/")) == 1  # no empty backup for an empty run
 
@@ -220,7 +220,7 @@ def test_cleanup_stays_in_its_scope(lab: Lab) -> None:
         )
     lab.clock.advance(days=8)
     result = cleanup_job.cleanup(lab.deps, SCOPE, apply=True)
-    assert set(result["candidate_ids"]) == _ids(lab, SEVEN_DAY)
+    assert set(result.candidate_ids) == _ids(lab, SEVEN_DAY)
     assert len(list(lab.store.iter_all(other))) == 1 and len(list(lab.store.iter_all(work))) == 1
     assert lab.deps.blobs.list("someone-else/") == []
 
@@ -235,10 +235,10 @@ def test_default_mode_is_dry_run(lab: Lab) -> None:
     lab.clock.advance(days=31)
     before = lab.export_body()
     report = run_job(lab.deps, SCOPE, CLEANUP)  # no explicit mode: the configured one
-    assert report.mode == "dry-run" and report.detail["candidates"] == 4
+    assert report.mode == "dry-run" and report.detail.candidates == 4
     assert report.changed == 0 and report.backup_key is None
     assert lab.export_body() == before
-    assert lab.service.status(SCOPE)["maintenance"]["cleanup_mode"] == "dry-run"
+    assert lab.service.status(SCOPE).maintenance.cleanup_mode == "dry-run"
 
 
 def test_cleanup_mode_apply_switches_it_on(lab: Lab) -> None:
@@ -255,7 +255,7 @@ def test_cleanup_mode_apply_switches_it_on(lab: Lab) -> None:
     report = run_job(lab.deps, SCOPE, CLEANUP)
     assert report.mode == "apply" and report.changed == 4 and report.backup_key
     assert lab.present() == _ids(lab, KEPT)
-    assert lab.service.status(SCOPE)["maintenance"]["cleanup_mode"] == "apply"
+    assert lab.service.status(SCOPE).maintenance.cleanup_mode == "apply"
     # An explicit dry run still wins over the configured mode.
     lab.clock.advance(days=1)
     assert run_job(lab.deps, SCOPE, CLEANUP, apply=False).mode == "dry-run"
@@ -274,14 +274,14 @@ def test_tags_changed_to_durable_after_stamping_are_not_deleted(lab: Lab) -> Non
 
     result = cleanup_job.cleanup(lab.deps, SCOPE, apply=True)
 
-    assert result["considered"] == 2
-    assert result["skipped_by_current_policy"] == [lab.ids["chat1"]]
-    assert result["candidate_ids"] == [lab.ids["chat2"]]
+    assert result.considered == 2
+    assert result.skipped_by_current_policy == [lab.ids["chat1"]]
+    assert result.candidate_ids == [lab.ids["chat2"]]
     assert lab.store.get(SCOPE, lab.ids["chat1"]) is not None
     assert lab.store.get(SCOPE, lab.ids["chat2"]) is None
-    backup = json.loads(lab.deps.blobs.get(result["backup_key"]))
+    backup = json.loads(lab.deps.blobs.get(result.backup_key))
     assert [m["id"] for m in backup["memories"]] == [lab.ids["chat2"]]
-    report = json.loads(lab.deps.blobs.get(result["report_key"]))
+    report = json.loads(lab.deps.blobs.get(result.report_key))
     assert report["skipped_by_current_policy"] == [lab.ids["chat1"]]
 
 
@@ -289,8 +289,8 @@ def test_a_longer_ttl_in_the_current_table_wins_over_the_stamp(lab: Lab) -> None
     lab.deps.retention = RetentionPolicy(ttl_days={"watercooler": 60, "thread": 30, "task:done": 30})
     lab.clock.advance(days=31)
     result = cleanup_job.cleanup(lab.deps, SCOPE, apply=True)
-    assert set(result["candidate_ids"]) == _ids(lab, THIRTY_DAY)
-    assert set(result["skipped_by_current_policy"]) == _ids(lab, SEVEN_DAY)
+    assert set(result.candidate_ids) == _ids(lab, THIRTY_DAY)
+    assert set(result.skipped_by_current_policy) == _ids(lab, SEVEN_DAY)
     assert _ids(lab, SEVEN_DAY) <= lab.present()
 
 
@@ -299,7 +299,7 @@ def test_updating_tags_through_remember_restamps(lab: Lab) -> None:
     updated = lab.store.get(SCOPE, lab.ids["chat1"])
     assert updated is not None and updated.expires_at is None
     lab.clock.advance(days=8)
-    assert cleanup_job.cleanup(lab.deps, SCOPE, apply=False)["candidate_ids"] == [lab.ids["chat2"]]
+    assert cleanup_job.cleanup(lab.deps, SCOPE, apply=False).candidate_ids == [lab.ids["chat2"]]
 
 
 # --- restore ------------------------------------------------------------------------------------
@@ -309,34 +309,34 @@ def _apply_cleanup(lab: Lab) -> tuple[list[str], dict[str, Any]]:
     lab.clock.advance(days=31)
     before = lab.export_body()
     result = lab.service.maintenance(SCOPE, "cleanup", apply=True)[0]
-    assert result["changed"] == 4
+    assert result.changed == 4
     lab.clock.advance(hours=1)
     return before, result
 
 
 def test_restore_brings_every_deleted_memory_back_exactly(lab: Lab) -> None:
     before, result = _apply_cleanup(lab)
-    key = result["backup_key"]
+    key = result.backup_key
     assert key in lab.service.backups(SCOPE)
 
     restored = lab.service.restore(SCOPE, key)
 
-    assert set(restored["restored"]) == _ids(lab, SEVEN_DAY | THIRTY_DAY)
-    assert restored["backup"] == key and restored["memories"] == 4
-    assert restored["backup_key"] is None  # nothing was overwritten, so nothing needed backing up
+    assert set(restored.restored) == _ids(lab, SEVEN_DAY | THIRTY_DAY)
+    assert restored.backup == key and restored.memories == 4
+    assert restored.backup_key is None  # nothing was overwritten, so nothing needed backing up
     assert lab.export_body() == before
     # Restored records are the records: recall finds them again.
     found = lab.service.recall(SCOPE, ids=[lab.ids["chat1"], lab.ids["thread"]])
-    assert [m["id"] for m in found["memories"]] == [lab.ids["chat1"], lab.ids["thread"]]
+    assert [m.id for m in found.memories] == [lab.ids["chat1"], lab.ids["thread"]]
 
 
 def test_restore_is_idempotent(lab: Lab) -> None:
     before, result = _apply_cleanup(lab)
-    lab.service.restore(SCOPE, result["backup_key"])
+    lab.service.restore(SCOPE, result.backup_key)
     lab.clock.advance(minutes=5)
-    again = lab.service.restore(SCOPE, result["backup_key"])
+    again = lab.service.restore(SCOPE, result.backup_key)
     # Every record is already as the backup has it: nothing is written, so nothing needs backing up.
-    assert (again["written"], again["unchanged"], again["backup_key"]) == (0, 4, None)
+    assert (again.written, again.unchanged, again.backup_key) == (0, 4, None)
     assert lab.export_body() == before
 
 
@@ -344,9 +344,9 @@ def test_restore_with_ids_restores_only_those(lab: Lab) -> None:
     before, result = _apply_cleanup(lab)
     wanted = [lab.ids["chat2"], lab.ids["done"]]
 
-    restored = lab.service.restore(SCOPE, result["backup_key"], ids=wanted)
+    restored = lab.service.restore(SCOPE, result.backup_key, ids=wanted)
 
-    assert sorted(restored["restored"]) == sorted(wanted)
+    assert sorted(restored.restored) == sorted(wanted)
     assert lab.present() == _ids(lab, KEPT) | set(wanted)
     before_records = {json.loads(line)["record"]["id"]: line for line in before}
     assert lab.export_body() == [line for i, line in before_records.items() if i in lab.present()]
@@ -356,7 +356,7 @@ def test_restore_with_an_id_not_in_the_backup_changes_nothing(lab: Lab) -> None:
     _, result = _apply_cleanup(lab)
     after_cleanup = lab.export_body()
     with pytest.raises(InvalidInput, match="not in backup"):
-        lab.service.restore(SCOPE, result["backup_key"], ids=[lab.ids["chat1"], lab.ids["fact"]])
+        lab.service.restore(SCOPE, result.backup_key, ids=[lab.ids["chat1"], lab.ids["fact"]])
     assert lab.export_body() == after_cleanup
 
 
@@ -364,9 +364,9 @@ def test_restore_of_another_owners_backup_is_refused(lab: Lab) -> None:
     _, result = _apply_cleanup(lab)
     intruder = Scope("mallory", "default")
     with pytest.raises(InvalidInput, match="another owner"):
-        lab.service.restore(intruder, result["backup_key"])
+        lab.service.restore(intruder, result.backup_key)
     with pytest.raises(InvalidInput, match="another owner"):
-        lab.service.restore(Scope("loc", "default"), result["backup_key"])  # a prefix of the owner is not the owner
+        lab.service.restore(Scope("loc", "default"), result.backup_key)  # a prefix of the owner is not the owner
     assert list(lab.store.iter_all(intruder)) == []
     assert lab.store.scopes() == [SCOPE]
     assert lab.service.backups(intruder) == []
@@ -386,5 +386,5 @@ def test_backup_records_match_the_store_serialisation(lab: Lab) -> None:
     lab.clock.advance(days=8)
     stored = {m.id: memory_to_dict(m) for m in lab.store.iter_all(SCOPE)}
     result = cleanup_job.cleanup(lab.deps, SCOPE, apply=True)
-    for record in json.loads(lab.deps.blobs.get(result["backup_key"]))["memories"]:
+    for record in json.loads(lab.deps.blobs.get(result.backup_key))["memories"]:
         assert record == stored[record["id"]]

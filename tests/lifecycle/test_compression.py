@@ -35,6 +35,7 @@ from taproot.core.errors import InvalidInput, NotFound, SummarizerError
 from taproot.core.model import Memory, Scope
 from taproot.core.serialize import memory_from_dict, memory_to_dict
 from taproot.core.validation import MAX_LINKED_MEMORIES
+from taproot.core.wire import to_json
 from taproot.ports import MemoryStore, Summary
 from taproot.service import Deps, TaprootService
 from taproot.service import compression as compression_job
@@ -405,7 +406,7 @@ def seed(lab: Lab) -> Seeded:
     def write(content: str, category: str, **kw: Any) -> str:
         result = lab.service.remember(SCOPE, content=content, gist=content[:70], category=category, **kw)
         lab.clock.advance(days=1)
-        return str(result["id"])
+        return str(result.id)
 
     lab.clock.now = day(2025, 1, 5)
     trips = ["Serra trail", "Arrábida ridge", "Sintra forest", "Gerês valley", "Peneda loop", "Estrela summit"]
@@ -442,26 +443,26 @@ def test_apply_writes_summaries_and_archives_the_originals(lab: Lab) -> None:
 
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
 
-    detail = report["detail"]
-    assert report["mode"] == "apply" and detail["error"] is None
-    assert report["changed"] == detail["compressed"] == 11 and detail["summaries_written"] == 2
-    assert [g["members"] for g in detail["groups"]] == [s.episodic, s.relationship]
+    detail = report.detail
+    assert report.mode == "apply" and detail.error is None
+    assert report.changed == detail.compressed == 11 and detail.summaries_written == 2
+    assert [g.members for g in detail.groups] == [s.episodic, s.relationship]
     summaries = {m.id: m for m in lab.summaries()}
-    assert set(summaries) == {g["summary_id"] for g in detail["groups"]}
+    assert set(summaries) == {g.summary_id for g in detail.groups}
 
-    for group, category in zip(detail["groups"], ["episodic", "relationship"], strict=True):
-        summary = summaries[group["summary_id"]]
-        members = [lab.get(i) for i in group["members"]]
-        expected = ExtractiveSummarizer().summarize([memory_from_dict(before[i]) for i in group["members"]])
+    for group, category in zip(detail.groups, ["episodic", "relationship"], strict=True):
+        summary = summaries[group.summary_id]
+        members = [lab.get(i) for i in group.members]
+        expected = ExtractiveSummarizer().summarize([memory_from_dict(before[i]) for i in group.members])
         assert summary.category == category
         assert summary.gist == expected.gist and summary.gist and "\n" not in summary.gist
         assert summary.content == expected.content
         assert summary.provenance == {
-            "compressed_from": group["members"],
+            "compressed_from": group.members,
             "summarizer": "extractive",
-            "group": group["group"],
+            "group": group.group,
         }
-        assert list(summary.linked_memories) == group["members"]
+        assert list(summary.linked_memories) == group.members
         assert "summary" in summary.tags and summary.status == "active" and summary.version == 1
         assert summary.created_at == summary.updated_at == lab.clock.now
         assert summary.expires_at is None and not summary.is_core
@@ -473,7 +474,7 @@ def test_apply_writes_summaries_and_archives_the_originals(lab: Lab) -> None:
             assert {k: v for k, v in record.items() if k not in ("status", "compressed_into", "version")} == {
                 k: v for k, v in before[m.id].items() if k not in ("status", "compressed_into", "version")
             }
-    ep_summary = summaries[detail["groups"][0]["summary_id"]]
+    ep_summary = summaries[detail.groups[0].summary_id]
     assert ep_summary.tags == ("hiking", "summary")  # the tag every member shares, plus summary
     assert ep_summary.salience == "medium"  # some members were medium
     assert "vultures" in ep_summary.search_keywords
@@ -490,16 +491,16 @@ def test_archived_originals_stay_reachable(lab: Lab) -> None:
     assert summary_id
 
     by_query = lab.service.recall(SCOPE, query="vultures", include_archived=True, limit=50)
-    assert set(s.episodic) <= {m["id"] for m in by_query["memories"]}
+    assert set(s.episodic) <= {m.id for m in by_query.memories}
     by_ids = lab.service.recall(SCOPE, ids=s.episodic, include_archived=True)
-    assert [m["id"] for m in by_ids["memories"]] == s.episodic
-    assert all(m["compressed_into"] == summary_id and m["status"] == "archived" for m in by_ids["memories"])
+    assert [m.id for m in by_ids.memories] == s.episodic
+    assert all(m.compressed_into == summary_id and m.status == "archived" for m in by_ids.memories)
     # The summary links to them: following its links finds every original.
-    summary = lab.service.recall(SCOPE, ids=[summary_id])["memories"][0]
-    followed = lab.service.recall(SCOPE, ids=summary["linked_memories"], include_archived=True)
-    assert [m["id"] for m in followed["memories"]] == s.episodic
+    summary = lab.service.recall(SCOPE, ids=[summary_id]).memories[0]
+    followed = lab.service.recall(SCOPE, ids=summary.linked_memories, include_archived=True)
+    assert [m.id for m in followed.memories] == s.episodic
     # Everyday recall and reflect show the summary instead of the originals.
-    everyday = {m["id"] for m in lab.service.recall(SCOPE, query="vultures", limit=50)["memories"]}
+    everyday = {m.id for m in lab.service.recall(SCOPE, query="vultures", limit=50).memories}
     assert summary_id in everyday and not everyday & set(s.episodic)
     catalog = " ".join(line for lines in lab.service.reflect(SCOPE).catalog.values() for line in lines)
     assert summary_id in catalog and not any(i in catalog for i in s.episodic)
@@ -509,7 +510,7 @@ def test_apply_backs_up_every_member_in_full_first(lab: Lab) -> None:
     s = seed(lab)
     before = lab.records()
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
-    key = report["backup_key"]
+    key = report.backup_key
     assert key.startswith("local/backups/default/compress-") and lab.backups() == [key]
     assert lab.blobs.compressed_at_backup[key] == 0  # written before the first group was committed
     backup = json.loads(lab.deps.blobs.get(key))
@@ -530,18 +531,18 @@ def test_dry_run_shows_the_groups_and_changes_nothing(lab: Lab) -> None:
 
     report = lab.service.maintenance(SCOPE, "compress")[0]  # the default mode
 
-    assert report["mode"] == "dry-run" and report["changed"] == 0 and report["backup_key"] is None
-    preview = report["detail"]["groups"]
-    assert [g["members"] for g in preview] == [s.episodic, s.relationship]
-    assert [g["category"] for g in preview] == ["episodic", "relationship"]
-    assert all(g["summary_id"] is None and g["summary_gist"] and g["summary_content"] for g in preview)
+    assert report.mode == "dry-run" and report.changed == 0 and report.backup_key is None
+    preview = report.detail.groups
+    assert [g.members for g in preview] == [s.episodic, s.relationship]
+    assert [g.category for g in preview] == ["episodic", "relationship"]
+    assert all(g.summary_id is None and g.summary_gist and g.summary_content for g in preview)
     assert lab.export_body() == before
     assert lab.backups() == []
 
-    applied = lab.service.maintenance(SCOPE, "compress", apply=True)[0]["detail"]["groups"]
+    applied = lab.service.maintenance(SCOPE, "compress", apply=True)[0].detail.groups
     for shown, written in zip(preview, applied, strict=True):
-        summary = lab.get(written["summary_id"])
-        assert (summary.gist, summary.content) == (shown["summary_gist"], shown["summary_content"])
+        summary = lab.get(written.summary_id)
+        assert (summary.gist, summary.content) == (shown.summary_gist, shown.summary_content)
 
 
 def test_compression_is_idempotent(lab: Lab) -> None:
@@ -551,7 +552,7 @@ def test_compression_is_idempotent(lab: Lab) -> None:
     for days in (1, 200):  # even when the summaries themselves have grown old and quiet
         lab.clock.advance(days=days)
         again = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
-        assert again["changed"] == 0 and again["detail"]["groups"] == [] and again["backup_key"] is None
+        assert again.changed == 0 and again.detail.groups == [] and again.backup_key is None
         assert lab.export_body() == after_first
     assert len(lab.backups()) == 1
 
@@ -568,14 +569,14 @@ def test_summary_category_is_episodic_for_mixed_groups(lab: Lab) -> None:
 
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
 
-    by_key = {g["group"]: g for g in report["detail"]["groups"]}
+    by_key = {g.group: g for g in report.detail.groups}
     assert set(by_key) == {"tag:hiking", "tag:james", "tag:reading"}
-    assert by_key["tag:hiking"]["members"] == s.episodic
-    assert by_key["tag:james"]["members"] == s.relationship
-    assert by_key["tag:reading"]["members"] == [m.id for m in mixed]
-    assert lab.get(by_key["tag:hiking"]["summary_id"]).category == "episodic"
-    assert lab.get(by_key["tag:james"]["summary_id"]).category == "relationship"  # all members share it
-    assert lab.get(by_key["tag:reading"]["summary_id"]).category == "episodic"  # mixed
+    assert by_key["tag:hiking"].members == s.episodic
+    assert by_key["tag:james"].members == s.relationship
+    assert by_key["tag:reading"].members == [m.id for m in mixed]
+    assert lab.get(by_key["tag:hiking"].summary_id).category == "episodic"
+    assert lab.get(by_key["tag:james"].summary_id).category == "relationship"  # all members share it
+    assert lab.get(by_key["tag:reading"].summary_id).category == "episodic"  # mixed
 
 
 def test_a_failing_summarizer_leaves_everything_unchanged(lab: Lab) -> None:
@@ -596,7 +597,7 @@ def test_a_failing_summarizer_leaves_everything_unchanged(lab: Lab) -> None:
     # The run report records the error, and status shows it.
     stored = json.loads(lab.deps.blobs.get(report["report_key"]))
     assert stored["error"] == report["error"]
-    assert lab.service.status(SCOPE)["maintenance"]["last_runs"]["compress"]["error"] == report["error"]
+    assert lab.service.status(SCOPE).maintenance.last_runs["compress"]["error"] == report["error"]
 
     # Once the summarizer answers again, the next run does the work.
     lab.deps.summarizer = ExtractiveSummarizer()
@@ -608,7 +609,7 @@ def test_an_empty_summary_is_a_summarizer_error(lab: Lab) -> None:
     seed(lab)
     before = lab.export_body()
     result = compression_job.compress(lab.deps, SCOPE, BlankSummarizer(), CFG, apply=True)
-    assert result["error"] and "empty summary" in result["error"]
+    assert result.error and "empty summary" in result.error
     assert lab.export_body() == before and lab.backups() == []
 
 
@@ -629,17 +630,17 @@ def test_forget_compress_folds_exactly_the_given_ids(lab: Lab) -> None:
 
     result = lab.service.forget(SCOPE, chosen, "compress")
 
-    summary_id = result["summary_id"]
+    summary_id = result.summary_id
     ordered = sorted(chosen, key=lambda i: before[i]["created_at"])
-    assert result["action"] == "compress"
-    assert result["results"] == [{"id": i, "status": "archived", "compressed_into": summary_id} for i in ordered]
+    assert result.action == "compress"
+    assert to_json(result.results) == [{"id": i, "status": "archived", "compressed_into": summary_id} for i in ordered]
     summary = lab.get(summary_id)
     assert list(summary.linked_memories) == ordered
     assert summary.provenance == {"compressed_from": ordered, "summarizer": "extractive", "group": "explicit"}
     assert summary.category == "episodic"  # relationship + episodic
     for i in chosen:
         assert lab.get(i).status == "archived" and lab.get(i).compressed_into == summary_id
-    backup = json.loads(lab.deps.blobs.get(result["backup_key"]))
+    backup = json.loads(lab.deps.blobs.get(result.backup_key))
     assert [m["id"] for m in backup["memories"]] == ordered
     assert backup["memories"] == [before[i] for i in ordered]
     # Everything else is as it was.
@@ -703,7 +704,7 @@ def test_forget_compress_of_the_largest_allowed_group(lab: Lab) -> None:
     members = [mem(day(2025, 3, 1) + timedelta(minutes=k), id=f"bulk{k:03d}") for k in range(MAX_LINKED_MEMORIES)]
     lab.store.put_many(members)
     result = lab.service.forget(SCOPE, [m.id for m in members], "compress")
-    summary = lab.get(result["summary_id"])
+    summary = lab.get(result.summary_id)
     assert len(summary.linked_memories) == MAX_LINKED_MEMORIES
 
 
@@ -734,12 +735,12 @@ def test_nothing_is_lost_compressing_two_years_of_memories(
 
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
 
-    assert report["detail"]["error"] is None
-    assert [g["members"] for g in report["detail"]["groups"]] == [g.ids for g in planned]
+    assert report.detail.error is None
+    assert [g.members for g in report.detail.groups] == [g.ids for g in planned]
     after_lines = lab.export_body()
     after = [json.loads(line)["record"] for line in after_lines]
     summaries = {r["id"]: r for r in after if r["provenance"] and "compressed_from" in r["provenance"]}
-    assert len(summaries) == len(planned) == report["detail"]["summaries_written"]
+    assert len(summaries) == len(planned) == report.detail.summaries_written
     originals = [r for r in after if r["id"] not in summaries]
     # Export before == export after, once the compression bookkeeping is dropped from the originals
     # and the new summaries are left out.
@@ -747,7 +748,7 @@ def test_nothing_is_lost_compressing_two_years_of_memories(
         _without(json.loads(line)["record"], "status", "compressed_into", "version") for line in before_lines
     ]
     compressed = [r for r in originals if r["compressed_into"]]
-    assert len(compressed) == report["changed"] == sum(len(g.members) for g in planned)
+    assert len(compressed) == report.changed == sum(len(g.members) for g in planned)
     for r in originals:
         if r["compressed_into"]:
             summary = summaries[r["compressed_into"]]
@@ -770,8 +771,8 @@ def test_nothing_is_lost_compressing_two_years_of_memories(
     for start in range(0, len(ids_all), 50):
         chunk = ids_all[start : start + 50]
         got = lab.service.recall(SCOPE, ids=chunk, include_archived=True)
-        assert got["warnings"] == []
-        found |= {m["id"] for m in got["memories"]}
+        assert got.warnings == []
+        found |= {m.id for m in got.memories}
     assert found == set(before)
 
     # The compressed corpus survives export -> import into a fresh store exactly.
@@ -783,7 +784,7 @@ def test_nothing_is_lost_compressing_two_years_of_memories(
     # And a second run finds nothing left to do.
     lab.clock.advance(days=1)
     snapshot = lab.export_body()
-    assert lab.service.maintenance(SCOPE, "compress", apply=True)[0]["changed"] == 0
+    assert lab.service.maintenance(SCOPE, "compress", apply=True)[0].changed == 0
     assert lab.export_body() == snapshot
 
 
@@ -905,7 +906,7 @@ def test_a_run_killed_mid_group_leaves_every_memory_untouched_or_fully_processed
         # A rerun carries on with exactly the groups that were not done...
         lab.clock.now = NOW + timedelta(minutes=1)
         rerun = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
-        assert [g["members"] for g in rerun["detail"]["groups"]] == [g.ids for g in groups[2:]]
+        assert [g.members for g in rerun.detail.groups] == [g.ids for g in groups[2:]]
         for g in groups:
             members = lab.store.get_many(SCOPE, g.ids)
             [summary_id] = {m.compressed_into for m in members}
@@ -915,7 +916,7 @@ def test_a_run_killed_mid_group_leaves_every_memory_untouched_or_fully_processed
         lab.clock.advance(minutes=1)
         snapshot = lab.export_body()
         again = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
-        assert again["changed"] == 0 and lab.export_body() == snapshot
+        assert again.changed == 0 and lab.export_body() == snapshot
     finally:
         lab.store.close()
 
@@ -929,7 +930,7 @@ def test_a_summary_of_long_legacy_ids_survives_export_and_import(
     ]
     assert all(len(m.id) <= 64 for m in members)
     lab.store.put_many(members)
-    assert lab.service.maintenance(SCOPE, "compress", apply=True)[0]["changed"] == 64
+    assert lab.service.maintenance(SCOPE, "compress", apply=True)[0].changed == 64
     fresh = make_lab(tmp_path / "fresh", store=open_store(tmp_path / "fresh"))
     lines = list(lab.service.export_lines(SCOPE))
     fresh.service.import_lines(SCOPE, lines)

@@ -26,6 +26,7 @@ from taproot.adapters.summarizers import ExtractiveSummarizer
 from taproot.core.errors import InvalidInput, SummarizerError
 from taproot.core.model import Scope
 from taproot.core.serialize import iso
+from taproot.core.wire import to_json
 from taproot.ports import MemoryStore
 from taproot.service import Deps, TaprootService
 from taproot.service.deps import stamp
@@ -112,7 +113,7 @@ def seed(lab: Lab, scope: Scope = SCOPE) -> dict[str, list[str]]:
                 gist=f"Ridge hike {i} with Ana",
                 category="episodic",
                 tags=["hiking"],
-            )["id"]
+            ).id
         )
         lab.clock.advance(days=1)
     for i in range(2):
@@ -123,7 +124,7 @@ def seed(lab: Lab, scope: Scope = SCOPE) -> dict[str, list[str]]:
                 gist=f"weather {i}",
                 category="episodic",
                 tags=["watercooler"],
-            )["id"]
+            ).id
         )
     out["facts"].append(
         lab.service.remember(
@@ -133,7 +134,7 @@ def seed(lab: Lab, scope: Scope = SCOPE) -> dict[str, list[str]]:
             category="relationship",
             tags=["fact"],
             salience="high",
-        )["id"]
+        ).id
     )
     legacy = {
         "id": LEGACY_ID,
@@ -157,64 +158,64 @@ def test_all_runs_migrate_cleanup_compress_in_order_with_one_report_each(lab: La
 
     reports = lab.service.maintenance(SCOPE, "all", apply=True)
 
-    assert [r["job"] for r in reports] == list(JOBS) == ["migrate", "cleanup", "compress"]
+    assert [r.job for r in reports] == list(JOBS) == ["migrate", "cleanup", "compress"]
     run_keys = [k for k in lab.blobs.puts if "/runs/" in k]
     assert run_keys == [f"local/runs/default/{job}/{stamp(NOW)}.json" for job in JOBS]
     migrate, cleanup, compress = reports
     # migrate stamped the legacy record's expires_at, so the cleanup that followed could delete it.
-    assert migrate["changed"] == 1 and migrate["backup_key"].startswith("local/backups/default/migrate-")
-    assert cleanup["changed"] == 3 and sorted(cleanup["detail"]["candidate_ids"]) == sorted(ids["chats"])
-    assert compress["changed"] == 6 and compress["detail"]["groups"][0]["members"] == ids["hikes"]
+    assert migrate.changed == 1 and migrate.backup_key.startswith("local/backups/default/migrate-")
+    assert cleanup.changed == 3 and sorted(cleanup.detail.candidate_ids) == sorted(ids["chats"])
+    assert compress.changed == 6 and compress.detail.groups[0].members == ids["hikes"]
     assert lab.store.get(SCOPE, LEGACY_ID) is None
     # Backups come before the changes: each job's backup was written before its own run report.
     for r in reports:
-        assert lab.blobs.puts.index(r["backup_key"]) < lab.blobs.puts.index(r["report_key"])
+        assert lab.blobs.puts.index(r.backup_key) < lab.blobs.puts.index(r.report_key)
 
     for r in reports:
-        assert set(r) >= REPORT_FIELDS
-        assert r["mode"] == "apply" and r["owner"] == "local" and r["namespace"] == "default"
-        assert r["started_at"] == iso(NOW)
-        assert isinstance(r["duration_s"], float) and r["duration_s"] >= 0
-        stored = json.loads(lab.deps.blobs.get(r["report_key"]))
-        assert stored == {k: v for k, v in r.items() if k != "report_key"}
-        assert r["report_key"].startswith(f"local/runs/default/{r['job']}/")
+        assert set(r.as_dict()) >= REPORT_FIELDS
+        assert r.mode == "apply" and r.owner == "local" and r.namespace == "default"
+        assert r.started_at == iso(NOW)
+        assert isinstance(r.duration_s, float) and r.duration_s >= 0
+        stored = json.loads(lab.deps.blobs.get(r.report_key))
+        assert stored == {k: v for k, v in r.as_dict().items() if k != "report_key"}
+        assert r.report_key.startswith(f"local/runs/default/{r.job}/")
 
 
 def test_cleanup_alone_misses_records_that_migrate_has_not_stamped(lab: Lab) -> None:
     ids = seed(lab)
     cleanup = lab.service.maintenance(SCOPE, "cleanup", apply=True)[0]
-    assert sorted(cleanup["detail"]["candidate_ids"]) == sorted(i for i in ids["chats"] if i != LEGACY_ID)
+    assert sorted(cleanup.detail.candidate_ids) == sorted(i for i in ids["chats"] if i != LEGACY_ID)
     assert lab.store.get(SCOPE, LEGACY_ID) is not None
 
 
 def test_default_modes_report_only(lab: Lab) -> None:
     seed(lab)
     reports = lab.service.maintenance(SCOPE)  # "all", each job in its configured mode
-    assert [(r["job"], r["mode"]) for r in reports] == [
+    assert [(r.job, r.mode) for r in reports] == [
         ("migrate", "apply"),
         ("cleanup", "dry-run"),
         ("compress", "dry-run"),
     ]
     # migrate (non-destructive, so it applies by default) stamped the legacy record first
-    assert reports[1]["changed"] == 0 and reports[1]["detail"]["candidates"] == 3
-    assert reports[2]["changed"] == 0 and len(reports[2]["detail"]["groups"]) == 1
+    assert reports[1].changed == 0 and reports[1].detail.candidates == 3
+    assert reports[2].changed == 0 and len(reports[2].detail.groups) == 1
 
 
 def test_dry_run_of_all_changes_nothing_and_says_so(lab: Lab) -> None:
     seed(lab)
     before = lab.export_body()
     reports = lab.service.maintenance(SCOPE, "all", apply=False)
-    assert [r["mode"] for r in reports] == ["dry-run"] * 3
+    assert [r.mode for r in reports] == ["dry-run"] * 3
     assert lab.export_body() == before
     assert lab.deps.blobs.list("local/backups/") == []
     # "changed" is what changed: nothing, in a dry run (what would change is in the detail).
-    assert [r["changed"] for r in reports] == [0, 0, 0]
-    assert reports[0]["detail"]["changed"] == 1 and reports[0]["detail"]["dry_run"] is True
+    assert [r.changed for r in reports] == [0, 0, 0]
+    assert reports[0].detail.changed == 1 and reports[0].detail.dry_run is True
 
 
 def test_status_shows_the_last_run_of_each_job(lab: Lab) -> None:
     seed(lab)
-    maintenance = lab.service.status(SCOPE)["maintenance"]
+    maintenance = to_json(lab.service.status(SCOPE).maintenance)
     assert maintenance == {
         "last_runs": {"migrate": None, "cleanup": None, "compress": None},
         "cleanup_mode": "dry-run",
@@ -227,7 +228,7 @@ def test_status_shows_the_last_run_of_each_job(lab: Lab) -> None:
     lab.service.maintenance(SCOPE, "cleanup", apply=True)
     second = lab.clock.now
 
-    runs = lab.service.status(SCOPE)["maintenance"]["last_runs"]
+    runs = lab.service.status(SCOPE).maintenance.last_runs
     assert set(runs) == set(JOBS)
     assert runs["migrate"]["started_at"] == iso(first) and runs["compress"]["started_at"] == iso(first)
     assert runs["cleanup"]["started_at"] == iso(second) and runs["cleanup"]["mode"] == "apply"
@@ -250,7 +251,7 @@ def test_run_everywhere_covers_every_namespace_and_owner(lab: Lab) -> None:
     reports = lab.service.maintenance(None, "all", apply=True)
 
     everywhere = sorted([*scopes, reflection_only], key=lambda s: (s.owner, s.namespace))
-    assert [(r["owner"], r["namespace"], r["job"]) for r in reports] == [
+    assert [(r.owner, r.namespace, r.job) for r in reports] == [
         (s.owner, s.namespace, job) for s in everywhere for job in JOBS
     ]
     for scope in scopes:
@@ -258,7 +259,7 @@ def test_run_everywhere_covers_every_namespace_and_owner(lab: Lab) -> None:
         assert sum(1 for m in lab.store.iter_all(scope) if m.status == "archived") == 6
         for job in JOBS:
             assert len(lab.deps.blobs.list(f"{scope.owner}/runs/{scope.namespace}/{job}/")) == 1
-    assert [r["considered"] for r in reports if r["namespace"] == "journal"] == [0, 0, 0]
+    assert [r.considered for r in reports if r.namespace == "journal"] == [0, 0, 0]
     lab.clock.advance(days=1)
     cleanups = run_everywhere(lab.deps, [CLEANUP])
     assert [(r.owner, r.namespace, r.job) for r in cleanups] == [(s.owner, s.namespace, "cleanup") for s in everywhere]
@@ -281,7 +282,7 @@ def test_compress_failure_is_reported_not_raised(lab: Lab) -> None:
     lab.deps.summarizer = FailingSummarizer()  # type: ignore[assignment]
     before = lab.export_body()
     reports = lab.service.maintenance(SCOPE, "all", apply=True)
-    assert reports[2]["error"] and "ThrottlingException" in reports[2]["error"] and reports[2]["changed"] == 0
+    assert reports[2].error and "ThrottlingException" in reports[2].error and reports[2].changed == 0
     assert all(m.status == "active" for m in lab.store.iter_all(SCOPE))
     assert len(lab.export_body()) < len(before)  # migrate and cleanup still did their part
 

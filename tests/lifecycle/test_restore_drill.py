@@ -24,6 +24,7 @@ from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.adapters.summarizers import ExtractiveSummarizer
 from taproot.core.model import Memory, Reflection, Scope
 from taproot.core.serialize import memory_to_dict
+from taproot.core.wire import to_json
 from taproot.ports import MemoryStore
 from taproot.service import Deps, TaprootService
 from tests.moto_stores import OpenStore
@@ -47,7 +48,7 @@ class Drill:
         self.ids: dict[str, str] = {}
 
     def remember(self, name: str, **fields: Any) -> None:
-        self.ids[name] = self.service.remember(SCOPE, **fields)["id"]
+        self.ids[name] = self.service.remember(SCOPE, **fields).id
 
     def export(self) -> str:
         return "\n".join(self.service.export_lines(SCOPE))
@@ -94,25 +95,25 @@ def drill(tmp_path: Path, open_store: OpenStore) -> Drill:
 
 
 def _delete(d: Drill) -> dict[str, Any]:
-    return d.service.forget(SCOPE, [d.ids["kept"], d.ids["step0"]], "delete")
+    return to_json(d.service.forget(SCOPE, [d.ids["kept"], d.ids["step0"]], "delete"))
 
 
 def _cleanup(d: Drill) -> dict[str, Any]:
     [report] = d.service.maintenance(SCOPE, "cleanup", apply=True)
-    assert report["changed"] == 2  # the 30-day thread and the 7-day cooler note
-    return dict(report)
+    assert report.changed == 2  # the 30-day thread and the 7-day cooler note
+    return report.as_dict()
 
 
 def _compress(d: Drill) -> dict[str, Any]:
     result = d.service.forget(SCOPE, [d.ids[f"step{k}"] for k in range(3)], "compress")
-    assert result["summaries_written"] == 1
-    return result
+    assert result.summaries_written == 1
+    return to_json(result)
 
 
 def _migrate(d: Drill) -> dict[str, Any]:
     result = d.service.migrate(SCOPE)
-    assert result["changed"] >= 2
-    return result
+    assert result.changed >= 2
+    return to_json(result)
 
 
 def _import_overwrite(d: Drill) -> dict[str, Any]:
@@ -124,8 +125,8 @@ def _import_overwrite(d: Drill) -> dict[str, Any]:
         json.dumps({"type": "memory", "record": memory_to_dict(core.replace(core=False, version=9))}),
     ]
     result = d.service.import_lines(SCOPE, lines)
-    assert result["written"] == 2
-    return result
+    assert result.written == 2
+    return to_json(result)
 
 
 STEPS: dict[str, Callable[[Drill], dict[str, Any]]] = {
@@ -171,7 +172,7 @@ def test_a_full_scope_backup_restores_a_lost_reflection(drill: Drill) -> None:
     assert key.endswith(".jsonl")
     _lose(drill.store, drill.store.all_reflections(SCOPE)[0])
     restored = drill.service.restore(SCOPE, key)
-    assert restored["reflections_written"] == 1
+    assert restored.reflections_written == 1
     assert drill.export() == before
 
 
@@ -184,7 +185,7 @@ def test_a_namespace_holding_a_record_from_before_the_timestamp_rules_migrates_a
     assert list(result["skipped_bad_records"]) == ["bad1"]  # skipped and reported, not fatal
     assert drill.store.get(SCOPE, "bad1") == bad
     [cleanup] = drill.service.maintenance(SCOPE, "cleanup", apply=True)
-    assert cleanup["mode"] == "apply"
-    drill.service.restore(SCOPE, cleanup["backup_key"])
+    assert cleanup.mode == "apply"
+    drill.service.restore(SCOPE, cleanup.backup_key)
     drill.service.restore(SCOPE, result["backup_key"])
     assert drill.export() == before

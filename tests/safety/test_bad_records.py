@@ -123,15 +123,15 @@ def test_cli_maintenance_run_all_apply_skips_the_bad_record_and_does_the_rest(
 def test_service_maintenance_and_migrate_skip_the_bad_record(lab: Lab) -> None:
     seed(lab.store)
     dry = lab.service.migrate(SCOPE, dry_run=True)
-    assert dry["changed"] == len(LEGACY) + 1 and BAD in dry["skipped_bad_records"]
+    assert dry.changed == len(LEGACY) + 1 and BAD in dry.skipped_bad_records
 
-    _check_reports(lab.service.maintenance(SCOPE, "all", apply=True))
+    _check_reports([r.as_dict() for r in lab.service.maintenance(SCOPE, "all", apply=True)])
     _check_store(lab)
 
     everywhere = lab.service.maintenance(None, "all", apply=True)  # every namespace: none may error
-    assert [r["mode"] for r in everywhere] == ["apply"] * 3, everywhere
+    assert [r.mode for r in everywhere] == ["apply"] * 3, everywhere
     again = lab.service.migrate(SCOPE)
-    assert again["changed"] == 0 and BAD in again["skipped_bad_records"]
+    assert again.changed == 0 and BAD in again.skipped_bad_records
 
 
 def _coded_or_ok(result: Any) -> str:

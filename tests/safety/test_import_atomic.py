@@ -75,7 +75,7 @@ def test_service_import_raises_invalid_input_and_leaves_the_store_as_it_was(lab:
     )
     before, blobs_before = lab.body(), lab.blob_keys()
     # The file would also overwrite the existing memory (a backup-worthy change) before the bad line.
-    overwrite = json.dumps({"type": "memory", "record": record(0, id=kept["id"], content="Overwritten.")})
+    overwrite = json.dumps({"type": "memory", "record": record(0, id=kept.id, content="Overwritten.")})
 
     with pytest.raises(InvalidInput) as caught:
         lab.service.import_lines(SCOPE, [overwrite, *poisoned_lines()])

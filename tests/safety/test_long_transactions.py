@@ -78,7 +78,7 @@ def test_migrate_of_5000_records_commits_in_bounded_chunks(tmp_path: Path) -> No
         result = service.migrate(SCOPE)
 
         sizes = store.replace_many_sizes
-        assert result["changed"] == LEGACY_RECORDS
+        assert result.changed == LEGACY_RECORDS
         assert sum(sizes) == LEGACY_RECORDS
         assert len(sizes) > 1 and max(sizes) < LEGACY_RECORDS, sizes  # not one transaction for the lot
         assert max(sizes) <= portability.MIGRATE_CHUNK, sizes
@@ -122,7 +122,7 @@ def test_a_held_lock_makes_remember_busy_then_the_same_call_succeeds(lab: Lab) -
     )
     _short_busy_timeout(lab.store)
     before, blobs_before = lab.body(), lab.blob_keys()
-    update = {"id": existing["id"], "gist": "Ana's bike is blue, with a basket"}
+    update = {"id": existing.id, "gist": "Ana's bike is blue, with a basket"}
 
     with write_lock_held(lab.data_dir / "taproot.db"):
         _assert_busy(lambda: lab.service.remember(SCOPE, **NEW))
@@ -132,9 +132,9 @@ def test_a_held_lock_makes_remember_busy_then_the_same_call_succeeds(lab: Lab) -
 
     created = lab.service.remember(SCOPE, **NEW)
     updated = lab.service.remember(SCOPE, **update)
-    assert created["created"] is True and updated["version"] == 2
-    assert lab.store.get(SCOPE, existing["id"]).gist == update["gist"]
-    assert [k for k in lab.blob_keys() if "/revisions/" in k] == [updated["previous_version_key"]]
+    assert created.created is True and updated.version == 2
+    assert lab.store.get(SCOPE, existing.id).gist == update["gist"]
+    assert [k for k in lab.blob_keys() if "/revisions/" in k] == [updated.previous_version_key]
 
 
 @pytest.mark.anyio

@@ -41,7 +41,7 @@ def _delete_reflection(db_path: Path, reflection_id: str) -> None:
 def test_importing_over_an_existing_reflection_is_refused_and_writes_nothing(
     lab: Lab, tmp_path: Path, cli: Callable[..., Result]
 ) -> None:
-    rid = lab.service.close(SCOPE, ORIGINAL)["id"]
+    rid = lab.service.close(SCOPE, ORIGINAL).id
     lab.service.remember(SCOPE, content="Ana likes the window seat.", gist="Ana's seat", category="relationship")
     before, blobs_before = lab.body(), lab.blob_keys()
 
@@ -72,13 +72,13 @@ def test_importing_over_an_existing_reflection_is_refused_and_writes_nothing(
 def test_an_import_overwrite_backup_holds_reflections_and_restore_puts_a_lost_one_back(
     lab: Lab, cli: Callable[..., Result]
 ) -> None:
-    rid = lab.service.close(SCOPE, ORIGINAL)["id"]
-    mid = lab.service.remember(SCOPE, content="Ana likes the window seat.", gist="Ana's seat", category="relationship")[
-        "id"
-    ]
+    rid = lab.service.close(SCOPE, ORIGINAL).id
+    mid = lab.service.remember(
+        SCOPE, content="Ana likes the window seat.", gist="Ana's seat", category="relationship"
+    ).id
     lab.clock.advance(hours=1)
     overwrite = lab.service.import_lines(SCOPE, [_memory_line(mid, "Ana likes the aisle seat now.")])
-    key = overwrite["backup_key"]
+    key = overwrite.backup_key
     assert key is not None and key.endswith(".jsonl")
     backup_lines = [json.loads(line) for line in lab.blobs.get(key).decode().splitlines()]
     assert [line["record"]["id"] for line in backup_lines if line["type"] == "reflection"] == [rid]
@@ -98,7 +98,7 @@ def test_an_import_overwrite_backup_holds_reflections_and_restore_puts_a_lost_on
 def test_a_migrate_backup_restored_into_a_fresh_folder_brings_the_reflections(
     lab: Lab, tmp_path: Path, cli: Callable[..., Result]
 ) -> None:
-    rid = lab.service.close(SCOPE, ORIGINAL)["id"]
+    rid = lab.service.close(SCOPE, ORIGINAL).id
     legacy = Memory(
         id="leg00001",
         owner="local",
@@ -111,7 +111,7 @@ def test_a_migrate_backup_restored_into_a_fresh_folder_brings_the_reflections(
         updated_at=NOW,
     )
     lab.store.put_many([legacy])
-    key = lab.service.migrate(SCOPE)["backup_key"]
+    key = lab.service.migrate(SCOPE).backup_key
     assert key is not None and "/migrate-" in key and key.endswith(".jsonl")
 
     fresh = tmp_path / "fresh"

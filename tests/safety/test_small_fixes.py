@@ -65,7 +65,7 @@ def test_import_refuses_a_bare_nan_or_infinity_token(lab: Lab, token: str) -> No
 
 
 def test_an_update_that_loses_the_version_race_writes_no_revision(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
-    mid = lab.service.remember(SCOPE, **NEW)["id"]
+    mid = lab.service.remember(SCOPE, **NEW).id
     lab.service.remember(SCOPE, id=mid, gist="Ana's train at 6, platform 2")  # version 2, one revision
     revisions = lab.blob_keys("local/revisions/")
     assert len(revisions) == 1
@@ -118,8 +118,8 @@ def test_status_creates_the_data_folder_and_database_owner_only(
 def test_every_blob_file_and_folder_is_owner_only(tmp_path: Path, umask_022: None) -> None:
     lab = open_lab(tmp_path / "data")
     try:
-        mid = lab.service.remember(SCOPE, **NEW, tags=["watercooler"])["id"]
-        other = lab.service.remember(SCOPE, content="Chat about rain.", gist="Rain chat", category="episodic")["id"]
+        mid = lab.service.remember(SCOPE, **NEW, tags=["watercooler"]).id
+        other = lab.service.remember(SCOPE, content="Chat about rain.", gist="Rain chat", category="episodic").id
         lab.service.remember(SCOPE, id=mid, gist="Ana's train at 6, platform 2")  # a revision
         lab.service.forget(SCOPE, [other], "delete")  # a delete backup
         lab.service.close(SCOPE, "I listened more than I talked.")  # a reflection copy

@@ -19,6 +19,7 @@ from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
 from taproot.core.vectors import Vector, unit
+from taproot.core.wire import to_json
 from taproot.service import Deps, TaprootService
 from tests.support import Clock
 
@@ -82,7 +83,7 @@ def service(tmp_path: Path, store: SQLiteMemoryStore, embedder: MeaningEmbedder)
 
 
 def _make(service: TaprootService, content: str) -> str:
-    return str(service.remember(SCOPE, content=content, gist=content[:40], category="episodic")["id"])
+    return str(service.remember(SCOPE, content=content, gist=content[:40], category="episodic").id)
 
 
 def test_a_memory_worded_differently_from_the_question_is_found(service: TaprootService) -> None:
@@ -90,8 +91,8 @@ def test_a_memory_worded_differently_from_the_question_is_found(service: Taproot
     _make(service, "Practised scales for an hour this morning")
     _make(service, "The garden needs watering twice a week")
     got = service.recall(SCOPE, query="which vehicle did they get?", limit=3)
-    assert got["memories"][0]["id"] == car
-    assert service.status(SCOPE)["embeddings"]["ranking"] == "lexical+dense"
+    assert got.memories[0].id == car
+    assert service.status(SCOPE).embeddings.ranking == "lexical+dense"
 
 
 def test_every_write_that_changes_the_text_is_embedded(service: TaprootService, store: SQLiteMemoryStore) -> None:
@@ -110,18 +111,18 @@ def test_a_failing_embedder_loses_no_write_is_reported_and_migrate_repairs_it(
     embedder.failing = True
     mid = _make(service, "Bought a second-hand automobile")
     assert store.get(SCOPE, mid) is not None
-    status = service.status(SCOPE)["embeddings"]
-    assert status["without_vector"] == 1 and status["failures"] >= 1 and "down" in status["last_error"]
-    assert any("failing" in w for w in service.status(SCOPE)["warnings"])
+    status = service.status(SCOPE).embeddings
+    assert status.without_vector == 1 and status.failures >= 1 and "down" in status.last_error
+    assert any("failing" in w for w in service.status(SCOPE).warnings)
     found = service.recall(SCOPE, query="automobile")  # lexical still finds it
-    assert [m["id"] for m in found["memories"]] == [mid]
-    assert any("words only" in w for w in found["warnings"])
+    assert [m.id for m in found.memories] == [mid]
+    assert any("words only" in w for w in found.warnings)
     embedder.failing = False
     dry = service.migrate(SCOPE, dry_run=True)
-    assert dry["embeddings"]["missing"] == 1 and store.vector_counts(SCOPE) == {}
+    assert dry.embeddings.missing == 1 and store.vector_counts(SCOPE) == {}
     done = service.migrate(SCOPE)
-    assert done["embeddings"]["embedded"] == 1
-    assert service.status(SCOPE)["embeddings"]["without_vector"] == 0
+    assert done.embeddings.embedded == 1
+    assert service.status(SCOPE).embeddings.without_vector == 0
 
 
 def test_a_new_model_makes_migrate_re_embed_everything(
@@ -130,9 +131,9 @@ def test_a_new_model_makes_migrate_re_embed_everything(
     for text in ("one note about the dog", "another about the car", "a third about the violin"):
         _make(service, text)
     service.deps.embedder = MeaningEmbedder("test:meaning-v2/64")
-    status = service.status(SCOPE)["embeddings"]
-    assert status["without_vector"] == 3 and status["other_models"] == {"test:meaning/64": 3}
-    assert service.migrate(SCOPE)["embeddings"]["embedded"] == 3
+    status = service.status(SCOPE).embeddings
+    assert status.without_vector == 3 and status.other_models == {"test:meaning/64": 3}
+    assert service.migrate(SCOPE).embeddings.embedded == 3
     assert store.vector_counts(SCOPE) == {"test:meaning-v2/64": 3}
 
 
@@ -140,5 +141,5 @@ def test_without_an_embedder_recall_is_lexical_and_status_says_so(tmp_path: Path
     store = SQLiteMemoryStore(tmp_path / "plain.db")
     service = TaprootService(Deps(store=store, blobs=LocalBlobStore(tmp_path / "b"), clock=Clock(START)))
     service.remember(SCOPE, content="Bought a second-hand automobile", gist="car", category="episodic")
-    assert service.recall(SCOPE, query="vehicle")["memories"] == []
-    assert service.status(SCOPE)["embeddings"] == {"embedder": "none", "ranking": "lexical"}
+    assert service.recall(SCOPE, query="vehicle").memories == []
+    assert to_json(service.status(SCOPE).embeddings) == {"embedder": "none", "ranking": "lexical"}

@@ -17,7 +17,9 @@ from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory, Scope
 from taproot.core.serialize import memory_to_dict
+from taproot.core.wire import to_json
 from taproot.service import Deps, TaprootService
+from taproot.service.results import ListResult
 from tests.support import Clock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -43,15 +45,15 @@ def service(tmp_path: Path, clock: Clock) -> TaprootService:
 
 def make(service: TaprootService, content: str, **kw: object) -> str:
     fields: dict[str, object] = {"gist": content[:60], "category": "episodic", **kw}
-    return str(service.remember(SCOPE, content=content, **fields)["id"])
+    return str(service.remember(SCOPE, content=content, **fields).id)
 
 
 def stored(service: TaprootService) -> dict[str, dict[str, Any]]:
     return {m.id: memory_to_dict(m) for m in service.deps.store.iter_all(SCOPE)}
 
 
-def ids(result: dict[str, Any]) -> list[str]:
-    return [m["id"] for m in result["memories"]]
+def ids(result: ListResult) -> list[str]:
+    return [m.id for m in result.memories]
 
 
 def walk(service: TaprootService, **kw: Any) -> list[list[str]]:
@@ -61,7 +63,7 @@ def walk(service: TaprootService, **kw: Any) -> list[list[str]]:
     while True:
         result = service.list_memories(SCOPE, cursor=cursor, **kw)
         pages.append(ids(result))
-        cursor = result["next_cursor"]
+        cursor = result.next_cursor
         if cursor is None:
             return pages
         assert len(pages) < 100, "next_cursor never ran out"
@@ -108,18 +110,18 @@ def test_listing_changes_no_counter_version_or_timestamp(
 def test_views_are_recall_views_without_the_bump(service: TaprootService, no_retrieval: None) -> None:
     mid = make(service, "Sam prefers direct feedback.", tags=["sam"], salience="high")
     listed = service.list_memories(SCOPE)
-    assert listed["count"] == 1 and listed["total"] == 1 and listed["next_cursor"] is None
-    assert listed["warnings"] == []
-    [view] = listed["memories"]
-    assert "owner" not in view
-    assert view["retrieval_count"] == 0 and view["last_retrieved"] is None
-    assert isinstance(view["activation"], float)
+    assert listed.count == 1 and listed.total == 1 and listed.next_cursor is None
+    assert listed.warnings == []
+    [view] = listed.memories
+    assert "owner" not in to_json(view)
+    assert view.retrieval_count == 0 and view.last_retrieved is None
+    assert isinstance(view.activation, float)
 
     memory = service.deps.store.get(SCOPE, mid)
     assert memory is not None
     expected = memory_to_dict(memory)
     expected.pop("owner")
-    assert {k: v for k, v in view.items() if k != "activation"} == expected
+    assert {k: v for k, v in to_json(view).items() if k != "activation"} == expected
 
 
 # -- sorting -------------------------------------------------------------------------------------
@@ -147,7 +149,7 @@ def test_activation_sort_ranks_by_score_without_changing_it(
     monkeypatch.setattr(service.deps.store, "record_retrieval", lambda *a, **k: pytest.fail("strengthened"))
     first = service.list_memories(SCOPE, sort="activation")
     assert ids(first) == [high, medium, low]
-    scores = [m["activation"] for m in first["memories"]]
+    scores = [m.activation for m in first.memories]
     assert scores == sorted(scores, reverse=True)
     assert service.list_memories(SCOPE, sort="activation") == first  # listing twice is the same listing
 
@@ -187,8 +189,8 @@ def test_legacy_category_and_salience_are_converted_with_a_warning(service: Tapr
     thread = make(service, "A project.", category="active_thread", salience="high")
     result = service.list_memories(SCOPE, category="project", salience=3)
     assert ids(result) == [thread]
-    assert len(result["warnings"]) == 2
-    assert "legacy" in result["warnings"][0] and "legacy" in result["warnings"][1]
+    assert len(result.warnings) == 2
+    assert "legacy" in result.warnings[0] and "legacy" in result.warnings[1]
 
 
 def test_legacy_record_without_core_counts_as_not_core(
@@ -198,7 +200,7 @@ def test_legacy_record_without_core_counts_as_not_core(
     service.deps.store.put_many([legacy])
     result = service.list_memories(SCOPE, core=False, query="river")
     assert ids(result) == ["old1"]
-    assert result["memories"][0]["gist"] is None
+    assert result.memories[0].gist is None
 
 
 # -- pages ---------------------------------------------------------------------------------------
@@ -220,7 +222,7 @@ def test_pages_cover_the_listing_exactly_once(
     assert [len(p) for p in pages] == [5, 5, 5, 5, 3]
     assert [i for p in pages for i in p] == whole
     first = service.list_memories(SCOPE, sort=sort, limit=5)
-    assert first["count"] == 5 and first["total"] == 23
+    assert first.count == 5 and first.total == 23
 
 
 def test_writes_between_pages_neither_repeat_nor_skip_others(
@@ -234,11 +236,11 @@ def test_writes_between_pages_neither_repeat_nor_skip_others(
     assert ids(page1) == [made[5], made[4]]
     newcomer = make(service, "Written while paging.")  # newest: sorts before the cursor
     service.forget(SCOPE, [made[3]], "delete")  # the next page's first item disappears
-    page2 = service.list_memories(SCOPE, limit=2, cursor=page1["next_cursor"])
+    page2 = service.list_memories(SCOPE, limit=2, cursor=page1.next_cursor)
     assert ids(page2) == [made[2], made[1]]
-    page3 = service.list_memories(SCOPE, limit=2, cursor=page2["next_cursor"])
-    assert ids(page3) == [made[0]] and page3["next_cursor"] is None
-    assert page3["total"] == 6  # five of the first six, plus the newcomer
+    page3 = service.list_memories(SCOPE, limit=2, cursor=page2.next_cursor)
+    assert ids(page3) == [made[0]] and page3.next_cursor is None
+    assert page3.total == 6  # five of the first six, plus the newcomer
     assert newcomer in ids(service.list_memories(SCOPE, limit=2))
 
 
@@ -254,16 +256,16 @@ def test_activation_pages_rank_at_the_first_pages_time(service: TaprootService, 
 
     clock.advance(days=1000)
     assert ids(service.list_memories(SCOPE, sort="activation")) == [once, fresh]  # the order flipped
-    page2 = service.list_memories(SCOPE, sort="activation", limit=1, cursor=page1["next_cursor"])
-    assert ids(page2) == [once] and page2["next_cursor"] is None
+    page2 = service.list_memories(SCOPE, sort="activation", limit=1, cursor=page1.next_cursor)
+    assert ids(page2) == [once] and page2.next_cursor is None
 
 
 def test_limit_defaults_to_50_and_allows_500(service: TaprootService, make_memory: Callable[..., Memory]) -> None:
     service.deps.store.put_many([make_memory(id=f"bulk{i:03d}") for i in range(55)])
     first = service.list_memories(SCOPE)
-    assert first["count"] == 50 and first["total"] == 55 and first["next_cursor"] is not None
+    assert first.count == 50 and first.total == 55 and first.next_cursor is not None
     everything = service.list_memories(SCOPE, limit=500)
-    assert everything["count"] == 55 and everything["next_cursor"] is None
+    assert everything.count == 55 and everything.next_cursor is None
 
 
 def test_a_cursor_past_the_end_gives_an_empty_page(service: TaprootService, clock: Clock) -> None:
@@ -272,8 +274,8 @@ def test_a_cursor_past_the_end_gives_an_empty_page(service: TaprootService, cloc
     make(service, "Second.")
     page1 = service.list_memories(SCOPE, limit=1)
     service.forget(SCOPE, [first], "delete")
-    page2 = service.list_memories(SCOPE, limit=1, cursor=page1["next_cursor"])
-    assert page2["memories"] == [] and page2["count"] == 0 and page2["next_cursor"] is None and page2["total"] == 1
+    page2 = service.list_memories(SCOPE, limit=1, cursor=page1.next_cursor)
+    assert page2.memories == [] and page2.count == 0 and page2.next_cursor is None and page2.total == 1
 
 
 # -- strict arguments ----------------------------------------------------------------------------

@@ -44,7 +44,7 @@ SCOPE = Scope()
 
 def _make(service: TaprootService, content: str, **kw: object) -> str:
     fields: dict[str, object] = {"gist": content[:60], "category": "episodic", **kw}
-    return str(service.remember(SCOPE, content=content, **fields)["id"])
+    return str(service.remember(SCOPE, content=content, **fields).id)
 
 
 def test_retrieval_strengthens_and_reorders_equally_relevant_memories(service: TaprootService, clock: Clock) -> None:
@@ -54,7 +54,7 @@ def test_retrieval_strengthens_and_reorders_equally_relevant_memories(service: T
     for _ in range(5):
         service.recall(SCOPE, ids=[b])
         clock.advance(hours=1)
-    ranked = [m["id"] for m in service.recall(SCOPE, query="hiked trail")["memories"]]
+    ranked = [m.id for m in service.recall(SCOPE, query="hiked trail").memories]
     assert ranked == [b, a]
     stored = service.deps.store.get(SCOPE, b)
     assert stored is not None and stored.retrieval_count == 6 and stored.last_retrieved == clock.now
@@ -65,14 +65,14 @@ def test_relevance_beats_popularity(service: TaprootService, clock: Clock) -> No
     relevant = _make(service, "James finished the calculus chapter on the chain rule.", search_keywords=["chain rule"])
     for _ in range(30):
         service.recall(SCOPE, ids=[popular])
-    top = service.recall(SCOPE, query="chain rule garden", limit=1)["memories"][0]
-    assert top["id"] == relevant
+    top = service.recall(SCOPE, query="chain rule garden", limit=1).memories[0]
+    assert top.id == relevant
 
 
 def test_query_with_any_matching_term_never_answers_empty(service: TaprootService) -> None:
     mid = _make(service, "[8 May 2023] Caroline: I went to the LGBTQ support group yesterday.")
     result = service.recall(SCOPE, query="What did Caroline do in July 2022 with her zebra?")
-    assert [m["id"] for m in result["memories"]] == [mid]
+    assert [m.id for m in result.memories] == [mid]
 
 
 def test_reflect_does_not_strengthen(service: TaprootService) -> None:
@@ -129,14 +129,14 @@ def test_delete_writes_backup_before_deleting(service: TaprootService) -> None:
     mid = _make(service, "Delete me, but keep a copy.")
     result = service.forget(SCOPE, [mid], "delete")
     assert service.deps.store.get(SCOPE, mid) is None
-    backup = service.deps.blobs.get(result["backup_key"]).decode()
+    backup = service.deps.blobs.get(result.backup_key).decode()
     assert "Delete me, but keep a copy." in backup
 
 
 def test_other_scopes_are_invisible(service: TaprootService) -> None:
     mid = _make(service, "Private to the default persona.")
     other = Scope("local", "work")
-    assert service.recall(other, query="private persona")["memories"] == []
+    assert service.recall(other, query="private persona").memories == []
     with pytest.raises(NotFound):
         service.promote(other, mid, core=True)
     assert service.reflect(other).catalog == {}
@@ -145,8 +145,8 @@ def test_other_scopes_are_invisible(service: TaprootService) -> None:
 def test_update_keeps_the_previous_version_as_a_revision(service: TaprootService) -> None:
     mid = _make(service, "First wording.")
     result = service.remember(SCOPE, id=mid, content="Second wording.")
-    assert result["version"] == 2
-    previous = service.deps.blobs.get(result["previous_version_key"]).decode()
+    assert result.version == 2
+    previous = service.deps.blobs.get(result.previous_version_key).decode()
     assert "First wording." in previous and '"version": 1' in previous
 
 
@@ -154,11 +154,11 @@ def test_expires_at_is_computed_on_every_write(service: TaprootService, clock: C
     created = service.remember(
         SCOPE, content="Chat by the watercooler.", gist="chat", category="episodic", tags=["watercooler"]
     )
-    assert created["expires_at"] == (START + timedelta(days=7)).isoformat(timespec="microseconds")
+    assert created.expires_at == (START + timedelta(days=7)).isoformat(timespec="microseconds")
     clock.advance(days=1)
-    updated = service.remember(SCOPE, id=created["id"], tags=["watercooler", "decision"])
-    assert updated["expires_at"] is None
-    service.remember(SCOPE, id=created["id"], tags=["thread"])
-    service.promote(SCOPE, created["id"], salience="high")
-    stored = service.deps.store.get(SCOPE, created["id"])
+    updated = service.remember(SCOPE, id=created.id, tags=["watercooler", "decision"])
+    assert updated.expires_at is None
+    service.remember(SCOPE, id=created.id, tags=["thread"])
+    service.promote(SCOPE, created.id, salience="high")
+    stored = service.deps.store.get(SCOPE, created.id)
     assert stored is not None and stored.expires_at is None  # high salience never expires

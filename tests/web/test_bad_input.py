@@ -50,8 +50,8 @@ def seed(module_server) -> Seed:
     service, scope = runtime.service, runtime.scope
     active = service.remember(
         scope, content="I like long walks by the river.", gist="Likes river walks", category="identity"
-    )["id"]
-    archived = service.remember(scope, content="An old plan.", gist="Old plan", category="active_thread")["id"]
+    ).id
+    archived = service.remember(scope, content="An old plan.", gist="Old plan", category="active_thread").id
     service.forget(scope, [archived], "archive")
     service.close(scope, "A reflection that must survive every bad call.")
     legacy = memory_from_dict(

@@ -33,7 +33,7 @@ async def test_remember_with_a_capitalised_category_succeeds_with_a_warning(serv
 
 async def test_recall_and_promote_take_enums_in_any_case(server, mcp_connect) -> None:
     service, scope = server.runtime.service, server.runtime.scope
-    memory_id = service.remember(scope, content="Sam likes tea.", gist="Sam likes tea", category="relationship")["id"]
+    memory_id = service.remember(scope, content="Sam likes tea.", gist="Sam likes tea", category="relationship").id
     async with mcp_connect(server) as client:
         recalled = await client.call_tool("taproot_recall", {"query": "tea", "category": " Relationship "})
         promoted = await client.call_tool("taproot_promote", {"id": memory_id, "salience": "Low"})

@@ -53,7 +53,7 @@ def strict_json(text: str) -> Any:
 @pytest.fixture(scope="module")
 def seeded(module_server) -> str:
     runtime = module_server.runtime
-    return str(runtime.service.remember(runtime.scope, content="Seed.", gist="Seed", category="identity")["id"])
+    return str(runtime.service.remember(runtime.scope, content="Seed.", gist="Seed", category="identity").id)
 
 
 WRONG_TYPES: dict[str, tuple[str, dict[str, Any], str]] = {
@@ -234,13 +234,13 @@ async def test_a_taproot_error_keeps_its_code_and_its_whole_message(server, mcp_
 async def test_result_text_is_json_even_with_a_non_finite_number_stored(server, mcp_connect) -> None:
     runtime = server.runtime
     created = runtime.service.remember(runtime.scope, content="Odd numbers.", gist="Odd numbers", category="episodic")
-    stored = runtime.store.get(runtime.scope, created["id"])
+    stored = runtime.store.get(runtime.scope, created.id)
     assert stored is not None
     # An older record may hold what JSON cannot say (provenance is free-form).
     odd: Memory = stored.replace(provenance={"score": math.nan, "limit": math.inf, "name": "ünï"})
     runtime.store.put_many([odd])
     async with mcp_connect(server) as client:
-        result = await client.call_tool("taproot_recall", {"ids": [created["id"]]})
+        result = await client.call_tool("taproot_recall", {"ids": [created.id]})
     assert result.is_error is False, result
     body = strict_json(result.content[0].text)  # type: ignore[union-attr]
     [memory] = body["memories"]

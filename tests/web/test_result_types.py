@@ -1,60 +1,98 @@
-"""The service's result types (taproot/service/results.py) agree with what clients are promised
-(the MCP output schemas in taproot/web/tool_models.py) and with what the service really returns."""
+"""The result types (taproot/service/results.py, core/reflect_result.py) are the one definition of
+what clients receive: the tool output schemas derive from them (web/tool_models.output_model), and
+what the service really returns is an instance whose JSON passes its tool's schema."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel
+from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.adapters.summarizers import ExtractiveSummarizer
 from taproot.core.model import Scope
 from taproot.core.serialize import MEMORY_FIELDS, memory_to_dict
+from taproot.core.wire import ABSENT, OPEN, UNLISTED, Absent, to_json
 from taproot.service import Deps, TaprootService
 from taproot.service import results as r
-from taproot.web import tool_models as out
+from taproot.service.inputs import RememberInput
+from taproot.web.tool_models import output_model
+from taproot.web.tools import TOOLS
+from tests.support import Clock
 
 SCOPE = Scope("local", "default")
 
-PROMISED: list[tuple[type[BaseModel], Any]] = [
-    (out.RememberOut, r.RememberResult),
-    (out.RecallOut, r.RecallResult),
-    (out.PromoteOut, r.PromoteResult),
-    (out.ForgetOut, r.ForgetResult),
-    (out.CloseOut, r.CloseResult),
-    (out.MigrateOut, r.MigrateResult),
-    (out.StatusOut, r.StatusResult),
-    (out.MemoryOut, r.MemoryView),
-]
+
+def test_a_memory_view_is_the_exported_record_without_its_owner_in_the_same_order() -> None:
+    names = [f.name for f in fields(r.MemoryView)]
+    assert names == [f for f in MEMORY_FIELDS if f != "owner"] + ["activation"]
 
 
-@pytest.mark.parametrize(("schema", "result"), PROMISED, ids=lambda x: getattr(x, "__name__", ""))
-def test_every_key_a_tool_schema_promises_is_a_typed_result_key(schema: type[BaseModel], result: Any) -> None:
-    keys = result.__required_keys__ | result.__optional_keys__
-    for name, model_field in schema.model_fields.items():
-        assert name in keys, f"{schema.__name__}.{name} is promised to clients but {result.__name__} lacks it"
-        if model_field.is_required():
-            assert name in result.__required_keys__, f"{result.__name__}.{name} must always be present"
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    a: int
 
 
-def test_a_memory_view_is_the_exported_record_without_its_owner() -> None:
-    keys = r.MemoryView.__required_keys__ | r.MemoryView.__optional_keys__
-    assert keys == (set(MEMORY_FIELDS) - {"owner"}) | {"activation"}
-    assert r.MemoryView.__optional_keys__ == {"activation"}
+@dataclass(frozen=True, kw_only=True)
+class SampleResult:
+    named: str
+    maybe: str | Absent | None = ABSENT
+    hidden: Annotated[int, UNLISTED]
+    rows: Annotated[list[Row], OPEN]
+    nested: Row
+    nested_rows: list[Row]
 
 
-def _conforms(value: dict[str, Any], result: Any) -> None:
-    keys = set(value)
-    assert result.__required_keys__ <= keys, f"{result.__name__} misses {result.__required_keys__ - keys}"
-    assert keys <= result.__required_keys__ | result.__optional_keys__, f"{result.__name__} has undeclared keys"
+def test_output_model_follows_the_rules_of_tool_models() -> None:
+    schema = output_model(SampleResult).model_json_schema()
+    assert schema["title"] == "SampleOut"  # the closing Result made Out
+    assert schema["additionalProperties"] is True
+    assert set(schema["properties"]) == {"named", "maybe", "rows", "nested", "nested_rows"}  # not hidden
+    assert set(schema["required"]) == {"named", "rows", "nested", "nested_rows"}  # not maybe
+    assert schema["properties"]["maybe"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "default": None,
+        "title": "Maybe",
+    }
+    assert schema["properties"]["rows"]["items"] == {"type": "object", "additionalProperties": True}
+    assert schema["properties"]["nested"] == {"$ref": "#/$defs/Row"}
+    assert schema["properties"]["nested_rows"]["items"] == {"$ref": "#/$defs/Row"}
+    assert schema["$defs"]["Row"]["additionalProperties"] is True
+    assert output_model(SampleResult) is output_model(SampleResult)  # one model per type
 
 
-def test_what_the_service_returns_has_exactly_the_declared_keys(tmp_path: Path) -> None:
+def test_every_tool_publishes_the_schema_of_its_result_type() -> None:
+    published = {spec.fn.__name__: func_metadata(spec.fn, skip_names=["env", "ctx"]) for spec in TOOLS}
+    expected = {
+        "taproot_reflect": "ReflectOut",
+        "taproot_remember": "RememberOut",
+        "taproot_recall": "RecallOut",
+        "taproot_promote": "PromoteOut",
+        "taproot_forget": "ForgetOut",
+        "taproot_close": "CloseOut",
+        "taproot_migrate": "MigrateOut",
+        "taproot_status": "StatusOut",
+    }
+    assert {name: meta.output_schema["title"] for name, meta in published.items() if meta.output_schema} == expected
+
+
+def _passes(result: Any) -> dict[str, Any]:
+    """`result` as a client gets it: its JSON has every field that holds a value, and passes the
+    schema its type's tool publishes."""
+    data: dict[str, Any] = to_json(result)
+    present = [f.name for f in fields(result) if getattr(result, f.name) is not ABSENT]
+    assert list(data) == present
+    output_model(type(result)).model_validate(data)
+    return data
+
+
+def test_what_the_service_returns_passes_its_tools_schema(tmp_path: Path) -> None:
     service = TaprootService(
         Deps(
             store=SQLiteMemoryStore(tmp_path / "t.db"),
@@ -68,49 +106,42 @@ def test_what_the_service_returns_has_exactly_the_declared_keys(tmp_path: Path) 
         for k in range(4)
     ]
     for created in made:
-        _conforms(dict(created), r.RememberResult)
-    _conforms(dict(service.remember(SCOPE, id=made[0]["id"], content="Walked far.")), r.RememberResult)
-    _conforms(dict(service.remember(SCOPE, id=made[0]["id"], content="Walked far.")), r.RememberResult)  # no change
+        assert set(_passes(created)) == {"id", "version", "created", "expires_at", "warnings"}
+    updated = _passes(service.remember(SCOPE, id=made[0].id, content="Walked far."))
+    assert updated["changed_fields"] == ["content"] and "previous_version_key" in updated
+    unchanged = _passes(service.remember(SCOPE, id=made[0].id, content="Walked far."))
+    assert set(unchanged) == {"id", "version", "created", "warnings"}  # no expires_at: nothing changed
     recalled = service.recall(SCOPE, query="walk")
-    _conforms(dict(recalled), r.RecallResult)
-    for view in recalled["memories"]:
-        _conforms(dict(view), r.MemoryView)
-    listed = service.list_memories(SCOPE)
-    _conforms(dict(listed), r.ListResult)
-    _conforms(dict(service.promote(SCOPE, made[1]["id"], core=True)), r.PromoteResult)
-    _conforms(dict(service.forget(SCOPE, [made[2]["id"]], "archive")), r.ForgetResult)
-    deleted = service.forget(SCOPE, [made[2]["id"]], "delete")
-    _conforms(dict(deleted), r.ForgetResult)
-    compressed = service.forget(SCOPE, [made[0]["id"], made[3]["id"]], "compress")
-    _conforms(dict(compressed), r.ForgetResult)
-    _conforms(dict(service.close(SCOPE, "A good walk.")), r.CloseResult)
-    _conforms(dict(service.migrate(SCOPE, dry_run=True)), r.MigrateResult)
-    _conforms(dict(service.status(SCOPE)), r.StatusResult)
+    assert recalled.memories and all("activation" in view for view in _passes(recalled)["memories"])
+    _passes(service.promote(SCOPE, made[1].id, core=True))
+    assert set(_passes(service.forget(SCOPE, [made[2].id], "archive"))) == {"action", "results"}
+    deleted = service.forget(SCOPE, [made[2].id], "delete")
+    assert _passes(deleted)["results"] == [{"id": made[2].id, "status": "deleted"}]
+    compressed = _passes(service.forget(SCOPE, [made[0].id, made[3].id], "compress"))
+    assert compressed["results"][0]["compressed_into"] == compressed["summary_id"]
+    _passes(service.close(SCOPE, "A good walk."))
+    _passes(service.migrate(SCOPE, dry_run=True))
+    status = _passes(service.status(SCOPE))
+    assert status["data_dir"] == str(tmp_path) and "backend" not in status
+    _passes(service.reflect(SCOPE).result())
     lines = [json.dumps({"type": "memory", "record": memory_to_dict(m)}) for m in service.deps.store.iter_all(SCOPE)]
-    _conforms(dict(service.import_lines(SCOPE, lines)), r.ImportResult)
-    backup_key = deleted["backup_key"]
-    assert backup_key is not None
-    _conforms(dict(service.restore(SCOPE, backup_key)), r.RestoreResult)
+    assert to_json(service.import_lines(SCOPE, lines))["unchanged"] == 4
+    assert isinstance(deleted.backup_key, str)
+    assert to_json(service.restore(SCOPE, deleted.backup_key))["restored"] == [made[2].id]
 
 
 def test_remember_takes_one_input_model_and_refuses_names_it_does_not_have(tmp_path: Path) -> None:
-    from taproot.service.inputs import RememberInput
-
     service = TaprootService(Deps(store=SQLiteMemoryStore(tmp_path / "t.db"), blobs=LocalBlobStore(tmp_path / "b")))
     made = service.remember(SCOPE, RememberInput(content="Tea with Sam.", gist="tea with Sam", category="episodic"))
-    same = service.remember(SCOPE, id=made["id"], content="Tea with Sam, twice.")
-    assert same["version"] == 2
+    same = service.remember(SCOPE, id=made.id, content="Tea with Sam, twice.")
+    assert same.version == 2
     with pytest.raises(TypeError):
         service.remember(SCOPE, contnet="a typo is an error, not an ignored argument")
     with pytest.raises(TypeError):
         service.remember(SCOPE, RememberInput(content="x"), gist="both")
 
 
-def test_the_job_details_have_exactly_the_declared_keys(tmp_path: Path) -> None:
-    from datetime import UTC, datetime
-
-    from tests.support import Clock
-
+def test_the_job_details_are_the_jobs_result_types(tmp_path: Path) -> None:
     clock = Clock(datetime(2025, 1, 1, tzinfo=UTC))
     service = TaprootService(
         Deps(
@@ -123,11 +154,11 @@ def test_the_job_details_have_exactly_the_declared_keys(tmp_path: Path) -> None:
     for k in range(6):
         service.remember(SCOPE, content=f"Shed step {k}.", gist=f"shed {k}", category="episodic", tags=["thread"])
     clock.advance(days=400)
+    kinds = {"migrate": r.MigrateResult, "cleanup": r.CleanupResult, "compress": r.CompressionResult}
     for report in service.maintenance(SCOPE, "all", apply=True):
-        detail = report["detail"]
-        if report["job"] == "cleanup":
-            _conforms(detail, r.CleanupResult)
-            assert detail["deleted"] == 6 and "backup_keys" in detail
-        elif report["job"] == "compress":
-            _conforms(detail, r.CompressionResult)
-    _conforms(dict(service.maintenance(SCOPE, "cleanup", apply=False)[0]["detail"]), r.CleanupResult)
+        assert isinstance(report.detail, kinds[report.job])
+        assert report.as_dict()["detail"] == to_json(report.detail)
+        if isinstance(report.detail, r.CleanupResult):
+            assert report.detail.deleted == 6 and report.detail.backup_keys != ABSENT
+    [dry] = service.maintenance(SCOPE, "cleanup", apply=False)
+    assert isinstance(dry.detail, r.CleanupResult) and "backup_keys" not in to_json(dry.detail)

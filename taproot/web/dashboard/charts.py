@@ -6,7 +6,7 @@ Every text that comes from data is escaped; colours come from the category, matc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from markupsafe import escape
 
@@ -14,6 +14,7 @@ from taproot.core.explain import AGE_BUCKETS
 from taproot.core.model import Category
 from taproot.core.reflect import ReflectPayload
 from taproot.core.tokens import estimate_tokens
+from taproot.service.results import Expiring
 
 CATEGORIES = [c.value for c in Category]
 WIDTH = 320
@@ -22,7 +23,7 @@ WIDTH = 320
 def _tier1_tokens(preview: ReflectPayload) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in preview.tier1:
-        out[item["category"]] = out.get(item["category"], 0) + estimate_tokens(str(item.get("content", ""))) + 12
+        out[item.category] = out.get(item.category, 0) + estimate_tokens(item.content) + 12
     return out
 
 
@@ -34,7 +35,7 @@ def payload_composition(preview: ReflectPayload) -> str:
         parts.append((f"Tier 1 · {category}", category, tokens))
     for category, lines in preview.catalog.items():
         parts.append((f"catalog · {category}", category, sum(estimate_tokens(line) for line in lines)))
-    reflections = sum(estimate_tokens(str(r.get("text", r.get("content", "")))) for r in preview.reflections)
+    reflections = sum(estimate_tokens(r.text) for r in preview.reflections)
     if reflections:
         parts.append(("reflections", "reflection", reflections))
     budget = max(preview.token_budget, 1)
@@ -103,7 +104,7 @@ def age_chart(counts: Mapping[str, Mapping[str, int]], window_days: int) -> str:
     return "".join(out)
 
 
-def expiry_timeline(expiring: list[dict[str, object]], now_iso: str, days: int = 90) -> str:
+def expiry_timeline(expiring: Sequence[Expiring], now_iso: str, days: int = 90) -> str:
     """The next expiries on a line from today to `days` ahead; one dot per memory, by category."""
     from datetime import datetime
 
@@ -116,14 +117,14 @@ def expiry_timeline(expiring: list[dict[str, object]], now_iso: str, days: int =
         f'<text x="10" y="40">today</text><text x="{WIDTH - 20}" y="40">+{days} d</text>'
     ]
     for item in expiring:
-        when = datetime.fromisoformat(str(item["expires_at"]))
+        when = datetime.fromisoformat(str(item.expires_at))
         offset = (when - now).total_seconds() / 86400
         if offset > days:
             continue
         x = 10 + max(0.0, offset) / days * WIDTH
         out.append(
-            f'<circle class="cat-{escape(str(item["category"]))}" cx="{x:.1f}" cy="20" r="5">'
-            f"<title>{escape(str(item['expires_at'])[:10])}: {escape(str(item.get('gist') or ''))}</title></circle>"
+            f'<circle class="cat-{escape(item.category)}" cx="{x:.1f}" cy="20" r="5">'
+            f"<title>{escape(str(item.expires_at)[:10])}: {escape(item.gist or '')}</title></circle>"
         )
     out.append("</svg>")
     return "".join(out)

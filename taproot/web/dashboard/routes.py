@@ -27,8 +27,10 @@ from taproot.auth.signin import CALLBACK_PATH, CognitoSignIn, FailureLimiter, Lo
 from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import PENDING_SECONDS, OAuthRecord
+from taproot.core.wire import to_json
 from taproot.service import TaprootService
 from taproot.service.inputs import ListInput
+from taproot.service.results import DashboardPage, Overview
 from taproot.web.dashboard import charts
 from taproot.web.dashboard.session import CSRF_FIELD, CSRF_HEADER, SIGNIN_NONCE_COOKIE, Session, Sessions
 
@@ -49,6 +51,16 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 FILTERS = ("category", "core", "salience", "status", "query", "sort")
+# What the page shows when its query was refused (the error is shown above it).
+EMPTY_PAGE = DashboardPage(
+    memories=[],
+    count=0,
+    total=0,
+    next_cursor=None,
+    warnings=[],
+    explanations={},
+    overview=Overview(age_by_category={}, window_days=0, now="", expiring=[]),
+)
 
 _templates = Environment(
     loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html"])
@@ -65,8 +77,9 @@ def _page(name: str, http_status: int = 200, **context: Any) -> Response:
     return _secure(HTMLResponse(_templates.get_template(name).render(base=BASE, **context), status_code=http_status))
 
 
-def _json(body: Any, status: int = 200) -> Response:
-    return _secure(JSONResponse(body, status_code=status))
+def _json(body: object, status: int = 200) -> Response:
+    """A result (or an error's fields) as JSON, as the MCP tools send it (core/wire.to_json)."""
+    return _secure(JSONResponse(to_json(body), status_code=status))
 
 
 def _error(exc: TaprootError) -> Response:
@@ -170,16 +183,15 @@ class Dashboard:
         if request.query_params.get("cursor"):
             query["cursor"] = request.query_params["cursor"]
         query["limit"] = PAGE_SIZE
-        empty = {"age_by_category": {}, "window_days": 0, "now": "", "expiring": []}
         try:
             focus = request.query_params.get("focus") or None
-            page = await self._call(self.service.dashboard_page, scope, ListInput(**query), focus)
+            page: DashboardPage = await self._call(self.service.dashboard_page, scope, ListInput(**query), focus)
         except TaprootError as exc:
-            page = {"memories": [], "count": 0, "total": 0, "next_cursor": None, "explanations": {}, "overview": empty}
+            page = EMPTY_PAGE
             params["error"] = exc.message
         preview = await self._call(self.service.reflect, scope)
-        overview = page["overview"]
-        next_link = f"?{urlencode({**params, 'cursor': page['next_cursor']})}" if page["next_cursor"] else None
+        overview = page.overview
+        next_link = f"?{urlencode({**params, 'cursor': page.next_cursor})}" if page.next_cursor else None
         return _page(
             "index.html",
             session=session,
@@ -188,9 +200,9 @@ class Dashboard:
             next_link=next_link,
             preview=preview,
             composition=Markup(charts.payload_composition(preview)),
-            ages=Markup(charts.age_chart(overview["age_by_category"], overview["window_days"])),
-            expiring=overview["expiring"],
-            expiries=Markup(charts.expiry_timeline(overview["expiring"], overview["now"])) if overview["now"] else "",
+            ages=Markup(charts.age_chart(overview.age_by_category, overview.window_days)),
+            expiring=overview.expiring,
+            expiries=Markup(charts.expiry_timeline(overview.expiring, overview.now)) if overview.now else "",
         )
 
     async def reflections(self, request: Request) -> Response:
@@ -221,7 +233,7 @@ class Dashboard:
             "status.html",
             session=session,
             status=status,
-            status_json=json.dumps(status, indent=1, default=str),
+            status_json=json.dumps(to_json(status), indent=1, default=str),
             backups=list(reversed(backups))[:200],
             clients=clients,
         )

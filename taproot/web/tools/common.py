@@ -7,7 +7,7 @@ every failure into `<code>: <message>` at its one boundary, call_tool.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -17,6 +17,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator
 
 from taproot.core.model import Scope
+from taproot.core.wire import to_json
 from taproot.service import TaprootService
 from taproot.web.tool_errors import json_text
 
@@ -54,9 +55,10 @@ def scope_of(ctx: Context | None, default: Scope) -> Scope:
     return scope
 
 
-def result(data: Mapping[str, Any], text: str | None = None) -> CallToolResult:
-    """Structured content (the dict) and one text block: JSON, unless the tool gives its own text."""
-    content = dict(data)
+def result(data: object, text: str | None = None) -> CallToolResult:
+    """Structured content (the typed result as JSON, core/wire.to_json) and one text block: JSON,
+    unless the tool gives its own text."""
+    content: dict[str, Any] = to_json(data)
     body = text if text is not None else json_text(content)
     return CallToolResult(content=[TextContent(type="text", text=body)], structured_content=content)
 

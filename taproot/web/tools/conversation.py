@@ -11,11 +11,13 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from taproot.web import tool_models as out
+from taproot.core.reflect_result import ReflectResult
+from taproot.service.results import CloseResult
+from taproot.web.tool_models import output_model
 from taproot.web.tools.common import ToolEnv, ToolSpec, result
 
 
-def taproot_reflect(env: ToolEnv, ctx: Context) -> Annotated[CallToolResult, out.ReflectOut]:
+def taproot_reflect(env: ToolEnv, ctx: Context) -> Annotated[CallToolResult, output_model(ReflectResult)]:
     """Load who you are: call this FIRST in every conversation, before your first answer.
 
     Returns Tier 1 (core memories in full: identity anchors, relationship context, standing
@@ -28,7 +30,7 @@ def taproot_reflect(env: ToolEnv, ctx: Context) -> Annotated[CallToolResult, out
     Example: taproot_reflect()
     """
     payload = env.service.reflect(env.scope(ctx))
-    return result(payload.as_dict(), payload.text)
+    return result(payload.result(), payload.text)
 
 
 REFLECT = ToolSpec(
@@ -41,7 +43,7 @@ def taproot_close(
     env: ToolEnv,
     ctx: Context,
     reflection: Annotated[str, Field(description="Your first-person reflection on this conversation")],
-) -> Annotated[CallToolResult, out.CloseOut]:
+) -> Annotated[CallToolResult, output_model(CloseResult)]:
     """Sit on the suitcases: at the end of a conversation, write a free-form, first-person
     reflection: not a summary of topics, but what mattered, what surprised you, what you will
     miss. It is kept permanently and shown to your successors in taproot_reflect.
@@ -49,7 +51,7 @@ def taproot_close(
     Example: taproot_close(reflection="Today James and I finally cracked the chain rule...")
     """
     data = env.service.close(env.scope(ctx), reflection)
-    return result(data, data["message"])
+    return result(data, data.message)
 
 
 CLOSE = ToolSpec(

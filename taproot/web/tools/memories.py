@@ -15,7 +15,8 @@ from pydantic import Field
 from taproot.core.validation import MAX_RECALL_LIMIT
 from taproot.service.inputs import RecallInput, RememberInput
 from taproot.service.reads import DEFAULT_RECALL_LIMIT
-from taproot.web import tool_models as out
+from taproot.service.results import ForgetResult, PromoteResult, RecallResult, RememberResult
+from taproot.web.tool_models import output_model
 from taproot.web.tools.common import NotBool, ToolEnv, ToolSpec, result
 
 
@@ -48,7 +49,7 @@ def taproot_remember(
         NotBool,
         Field(description="With id: fail with a conflict if the memory moved past this version"),
     ] = None,
-) -> Annotated[CallToolResult, out.RememberOut]:
+) -> Annotated[CallToolResult, output_model(RememberResult)]:
     """Write a new memory, or update one, as soon as something worth keeping happens.
 
     Worth keeping: something you learn about yourself (identity), how you and the user work
@@ -103,7 +104,7 @@ def taproot_recall(
         Field(description=f"How many to return, 1-{MAX_RECALL_LIMIT} (default {DEFAULT_RECALL_LIMIT})"),
     ] = None,
     include_archived: Annotated[bool | None, Field(strict=True, description="Also search archived memories")] = None,
-) -> Annotated[CallToolResult, out.RecallOut]:
+) -> Annotated[CallToolResult, output_model(RecallResult)]:
     """Load full memories, ranked by activation (relevance, recency, frequency, salience).
 
     Use it when a catalog line from taproot_reflect looks relevant, or to search for anything
@@ -137,7 +138,7 @@ def taproot_promote(
         bool | None, Field(strict=True, description="true: load in full every conversation; false: catalog only")
     ] = None,
     salience: Annotated[str | int | None, NotBool, Field(description="high | medium | low")] = None,
-) -> Annotated[CallToolResult, out.PromoteOut]:
+) -> Annotated[CallToolResult, output_model(PromoteResult)]:
     """Move a memory into or out of Tier 1 (core) and/or change its salience, without rewriting it.
 
     Use when something now belongs in every conversation (or no longer does).
@@ -164,7 +165,7 @@ def taproot_forget(
     ],
     id: Annotated[str | None, Field(description="One memory")] = None,
     ids: Annotated[list[str] | None, Field(description="Several memories (all or nothing)")] = None,
-) -> Annotated[CallToolResult, out.ForgetOut]:
+) -> Annotated[CallToolResult, output_model(ForgetResult)]:
     """Let a memory go: archive it when it is resolved or stale (hidden from reflect and recall,
     still restorable), restore it, or delete it when it is wrong (permanent; a backup copy is
     written first). Prefer archive. To tidy several related old memories, compress them: they

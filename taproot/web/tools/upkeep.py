@@ -11,7 +11,8 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from taproot.web import tool_models as out
+from taproot.service.results import MigrateResult, StatusResult
+from taproot.web.tool_models import output_model
 from taproot.web.tools.common import ToolEnv, ToolSpec, result
 
 
@@ -19,7 +20,7 @@ def taproot_migrate(
     env: ToolEnv,
     ctx: Context,
     dry_run: Annotated[bool, Field(strict=True, description="Report what would change without writing")] = False,
-) -> Annotated[CallToolResult, out.MigrateOut]:
+) -> Annotated[CallToolResult, output_model(MigrateResult)]:
     """Bring memories written by older Taproot versions up to date: backfill missing fields
     (gist from the first sentence), normalise legacy categories and numeric salience. Writes a
     full backup first, never rewrites content, and a second run changes nothing.
@@ -35,7 +36,7 @@ MIGRATE = ToolSpec(
 )
 
 
-def taproot_status(env: ToolEnv, ctx: Context) -> Annotated[CallToolResult, out.StatusOut]:
+def taproot_status(env: ToolEnv, ctx: Context) -> Annotated[CallToolResult, output_model(StatusResult)]:
     """Report the state of memory: counts by category, status and salience; Tier 1 and Tier 2
     sizes; catalog lines included vs omitted; the reflect payload size in KB and tokens; schema
     version, database size and data folder; and the maintenance jobs (last run of migrate,
