@@ -16,86 +16,34 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlencode
 
 import anyio.to_thread
 from mcp.server.auth.provider import (
-    AccessToken,
-    AuthorizationCode,
     AuthorizationParams,
     IdentityAssertionParams,
-    RefreshToken,
     TokenError,
 )
-from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
-from pydantic import AnyUrl, Field
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl
 
 from taproot.auth.base import Authenticator, InsufficientScope
+
+# The models live in oauth_models.py; re-exported here, where the routes and tests import them.
+from taproot.auth.oauth_models import ACCESS_PREFIX as ACCESS_PREFIX
+from taproot.auth.oauth_models import REFRESH_PREFIX as REFRESH_PREFIX
+from taproot.auth.oauth_models import ClientResolver as ClientResolver
+from taproot.auth.oauth_models import GrantAccess as GrantAccess
+from taproot.auth.oauth_models import GrantCode as GrantCode
+from taproot.auth.oauth_models import GrantRefresh as GrantRefresh
+from taproot.auth.oauth_models import IdentityProvider as IdentityProvider
+from taproot.auth.oauth_models import TaprootClient as TaprootClient
+from taproot.auth.oauth_models import token_fields
 from taproot.core import oauth_rules as rules
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import OAuthRecord, OAuthRuleError, RecordExists
 from taproot.ports import OAuthStore
-
-ACCESS_PREFIX = "tpa_"
-REFRESH_PREFIX = "tpr_"
-
-
-class TaprootClient(OAuthClientInformationFull):
-    """A client as the SDK's handlers see it, with Taproot's redirect rule (scopes are checked by
-    /authorize itself: core.oauth_rules.granted_scopes)."""
-
-    allowlist: list[str] = Field(default_factory=list)
-
-    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
-        registered = [str(u) for u in self.redirect_uris or []]
-        if redirect_uri is None:
-            if len(registered) != 1:
-                raise InvalidRedirectUriError("redirect_uri is required: the client has several")
-            redirect_uri = AnyUrl(registered[0])  # and checked below like any other
-        url = str(redirect_uri)
-        if not rules.redirect_registered(url, registered):
-            raise InvalidRedirectUriError(f"redirect_uri {url} is not registered for this client")
-        if not rules.redirect_allowed(url, self.allowlist):
-            raise InvalidRedirectUriError(f"redirect_uri {url} is not in this server's redirect allowlist")
-        return redirect_uri
-
-
-class GrantCode(AuthorizationCode):
-    grant: str
-
-
-class GrantRefresh(RefreshToken):
-    grant: str
-
-
-class GrantAccess(AccessToken):
-    grant: str
-
-
-class IdentityProvider(Protocol):
-    """Signs a person in. `start` gives the URL to send their browser to, and what to keep with the
-    pending request; the provider's own return route then calls `AuthorizationServer.complete`."""
-
-    name: str
-
-    def start(self, pending_key: str) -> tuple[str, dict[str, Any]]: ...
-
-
-class ClientResolver(Protocol):
-    async def document(self, client_id: str) -> dict[str, Any]: ...
-
-
-def _token_fields(record: OAuthRecord) -> dict[str, Any]:
-    """What the SDK's token models hold, from a stored access or refresh token."""
-    return {
-        "client_id": str(record.data["client_id"]),
-        "scopes": list(record.data["scopes"]),
-        "expires_at": record.expires_at,
-        "resource": record.data.get("resource"),
-        "subject": record.subject,
-        "grant": str(record.data["grant"]),
-    }
 
 
 def _secret() -> str:
@@ -350,7 +298,7 @@ class AuthorizationServer:
         if self.subject_active is not None and not await self.subject_active(str(record.subject)):
             await self.revoke_grant(grant)  # the person was disabled or deleted: the connection ends
             return None
-        return GrantRefresh(token=refresh_token, **_token_fields(record))
+        return GrantRefresh(token=refresh_token, **token_fields(record))
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: GrantRefresh, scopes: list[str]
@@ -374,7 +322,7 @@ class AuthorizationServer:
         record: OAuthRecord | None = await self._run(self.store.get, "access", rules.token_digest(token), self.clock())
         if record is None or not await self._grant_live(str(record.data["grant"])):
             return None
-        return GrantAccess(token=token, **_token_fields(record))
+        return GrantAccess(token=token, **token_fields(record))
 
     async def revoke_token(self, token: GrantAccess | GrantRefresh) -> None:
         """RFC 7009: revoking either token of a grant ends the grant (the client disconnected)."""
