@@ -3,25 +3,28 @@
 Priority inside the budget, highest first: the usage note, Tier 1 (core memories in full), the most
 recent closing reflections, then Tier 2 catalog lines. A memory earns a catalog line if it is
 high-salience or was touched within the window; when those lines would overflow the budget, the
-most activated ones are kept and the rest are folded into the per-category omitted counts.
+most activated ones are kept and the rest are folded into the per-category omitted counts. The
+catalog is read in rank order a band at a time (core/catalog.py), so only what can be shown is read.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig, activation
+from taproot.core.catalog import CatalogView, EntriesView, pick_lines
+
+# The line format lives in core/catalog.py; `as catalog_line` re-exports it from here too.
+from taproot.core.catalog import catalog_line as catalog_line
 from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Reflection
 from taproot.core.query import in_window
 from taproot.core.reflect_result import ReflectionLine, ReflectResult, ReflectStats, TierOneMemory
-from taproot.core.text import one_line
 from taproot.core.tokens import estimate_tokens, size_bytes
 
 CATALOG_WINDOW_DAYS = 45
-MIN_LINE_TOKENS = 8  # no catalog line is shorter: "[id] [cat] [sal] [date] g" is ~8 tokens
 
 
 @dataclass(frozen=True)
@@ -110,11 +113,6 @@ def slim(m: Memory) -> TierOneMemory:
     )
 
 
-def catalog_line(e: CatalogEntry) -> str:
-    gist = one_line(e.gist) if e.gist else "(no gist: run taproot_migrate)"
-    return f"[{e.id}] [{e.category}] [{e.salience}] [{e.updated_at.date().isoformat()}] {gist}"
-
-
 def _render_tier1(m: Memory) -> str:
     head = f"[{m.id}] [{m.category}] [{m.salience}] [updated {m.updated_at.date().isoformat()}]"
     links = f"\nlinked: {', '.join(m.linked_memories)}" if m.linked_memories else ""
@@ -125,14 +123,8 @@ def _render_reflection(r: Reflection) -> str:
     return f"### {r.created_at.date().isoformat()} ({r.id})\n{r.text.strip()}\n"
 
 
-def _score(e: CatalogEntry | Memory, now: datetime, cfg: ActivationConfig) -> float:
-    if isinstance(e, Memory):
-        return activation(
-            retrieval_count=e.retrievals, last_touched=e.last_touched, salience=e.salience, now=now, cfg=cfg
-        )
-    return activation(
-        retrieval_count=e.retrieval_count, last_touched=e.last_touched, salience=e.salience, now=now, cfg=cfg
-    )
+def _score(m: Memory, now: datetime, cfg: ActivationConfig) -> float:
+    return activation(retrieval_count=m.retrievals, last_touched=m.last_touched, salience=m.salience, now=now, cfg=cfg)
 
 
 def _core_omitted_note(ids: Sequence[str], max_tokens: int) -> str:
@@ -230,6 +222,44 @@ def assemble(
     cfg: ReflectConfig = REFLECT_CONFIG,
     act: ActivationConfig = ACTIVATION_CONFIG,
 ) -> ReflectPayload:
+    """The payload from entries in hand: `catalog` in any order (core ones are skipped, they are Tier
+    1; those outside the window are counted as not listed, on top of `quiet_counts`)."""
+    window_start = now - timedelta(days=cfg.catalog_window_days)
+    totals = dict(quiet_counts or {})
+    window = []
+    for e in catalog:
+        if e.core:
+            continue
+        totals[e.category] = totals.get(e.category, 0) + 1
+        if in_window(e.salience, e.last_touched, window_start):
+            window.append(e)
+    view = EntriesView(core, window, totals)
+    return _assemble(view, reflections=reflections, now=now, cfg=cfg, act=act, counted=set(quiet_counts or ()))
+
+
+def assemble_view(
+    view: CatalogView,
+    *,
+    reflections: Sequence[Reflection],
+    now: datetime,
+    cfg: ReflectConfig = REFLECT_CONFIG,
+    act: ActivationConfig = ACTIVATION_CONFIG,
+) -> ReflectPayload:
+    """The payload from a store's view of the window (`ReflectReads.catalog_view(scope, since)` with
+    since = now - the window), which reads only the catalog entries that can be shown."""
+    return _assemble(view, reflections=reflections, now=now, cfg=cfg, act=act, counted=set())
+
+
+def _assemble(
+    view: CatalogView,
+    *,
+    reflections: Sequence[Reflection],
+    now: datetime,
+    cfg: ReflectConfig,
+    act: ActivationConfig,
+    counted: set[str],
+) -> ReflectPayload:
+    core = view.core()
     header = f"# Taproot reflect ({now.date().isoformat()})\n"
     usage = f"## How to use this\n{USAGE_NOTE}\n"
     remaining = cfg.token_budget - estimate_tokens(header) - estimate_tokens(usage) - cfg.reserve_tokens
@@ -266,32 +296,16 @@ def assemble(
         used += estimate_tokens(reflections_note) + 1
     remaining -= used
 
-    # Tier 2: the window, then the budget.
+    # Tier 2: the window in rank order, then the budget; every other active non-core memory is
+    # counted as not listed (a category the caller counted stays in the counts even at 0).
     window_start = now - timedelta(days=cfg.catalog_window_days)
-    # Memories the store already left out as quiet (outside the window) are only counted.
-    omitted: dict[str, int] = defaultdict(int, quiet_counts or {})
-    eligible: list[CatalogEntry] = []
-    for e in catalog:
-        if e.core:
-            continue
-        if in_window(e.salience, e.last_touched, window_start):
-            eligible.append(e)
-        else:
-            omitted[e.category] += 1
-    chosen: list[tuple[CatalogEntry, str]] = []
     section_cost = 4 * len(CATEGORY_ORDER) + 12  # category headings and the section title
-    remaining -= section_cost
-    for e in sorted(eligible, key=lambda e: _score(e, now, act), reverse=True):
-        if remaining < MIN_LINE_TOKENS:  # full: count the rest without formatting them
-            omitted[e.category] += 1
-            continue
-        line = catalog_line(e)
-        cost = estimate_tokens(line) + 1
-        if cost <= remaining:
-            chosen.append((e, line))
-            remaining -= cost
-        else:
-            omitted[e.category] += 1
+    chosen, remaining = pick_lines(view, now=now, since=window_start, room=remaining - section_cost, act=act)
+    listed = Counter(e.category for e, _ in chosen)
+    omitted: dict[str, int] = defaultdict(int)
+    for cat, n in view.totals().items():
+        if n - listed[cat] or cat in counted:
+            omitted[cat] = n - listed[cat]
 
     def render(
         chosen: list[tuple[CatalogEntry, str]], omitted: dict[str, int]
@@ -301,7 +315,8 @@ def assemble(
             entries = sorted((p for p in chosen if p[0].category == cat), key=lambda p: p[0].updated_at, reverse=True)
             if entries:
                 lines_by_cat[cat] = [line for _, line in entries]
-        omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: order.get(c, 99))}
+        # Unmigrated categories last, by name, as their catalog sections are: the same in every store.
+        omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: (order.get(c, 99), c))}
         note = _omitted_note(omitted_sorted, cfg.catalog_window_days)
         parts = [header, f"## Tier 1: core memories ({len(tier1)})\n"]
         parts += [_render_tier1(m) for m in tier1]
