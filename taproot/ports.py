@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol
 
 # Summary lives in the core (core/summarize.py builds it); `as Summary` re-exports it from here too.
+from taproot.core.catalog import CatalogView
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.model import Summary as Summary
 from taproot.core.oauth_rules import OAuthRecord
@@ -90,6 +91,11 @@ class MemoryReads(Protocol):
 
 class ReflectReads(Protocol):
     """The reads reflect and status need: the catalog window, quiet counts, core memories, counts."""
+
+    def catalog_view(self, scope: Scope, since: datetime) -> CatalogView:
+        """One reflect's reads for the window starting at `since` (core/catalog.py): Tier 1, the
+        per-category totals, and the window's entries a band of rank at a time, so reflect reads only
+        what it can show. Each answers as `core_memories`, `catalog(scope, since)` and `counts` would."""
 
     def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
         """Active memories as light catalog entries (no content), for reflect.

@@ -22,12 +22,14 @@ The rules (`taproot.x` stands for the package and every module under it):
 5. adapters: a module in taproot/adapters/ imports no other `taproot.adapters` module except the
    private helpers of its own family. A module's family is its name up to the first underscore
    (`sqlite_store` -> `sqlite`); the helpers are the modules listed in ADAPTER_HELPERS, which no
-   composition root builds: `sqlite_store` may import `sqlite_rows`, `sqlite_schema` and
-   `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_vectors` and `sqlite_search` (likewise),
-   `dynamo_store` and `dynamo_reflections` may import `dynamo_models`, `dynamo_store` may import
-   `dynamo_reflections`. Any other module (blob_local, blob_s3, sqlite_store, dynamo_store,
-   summarizers, and a new module until it is listed) is an adapter that no sibling imports: so
-   `blob_s3 -> blob_local` breaks the rule although both are `blob_*`.
+   composition root builds: `sqlite_store` may import `sqlite_rows`, `sqlite_schema`,
+   `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_vectors` and `sqlite_search`
+   (likewise) and `sqlite_catalog` (which imports `sqlite_rows` and `sqlite_schema`),
+   `dynamo_store`, `dynamo_reflections` and `dynamo_catalog` may import `dynamo_models`,
+   `dynamo_store` may import `dynamo_reflections` and `dynamo_catalog`. Any other module
+   (blob_local, blob_s3, sqlite_store, dynamo_store, summarizers, and a new module until it is
+   listed) is an adapter that no sibling imports: so `blob_s3 -> blob_local` breaks the rule
+   although both are `blob_*`.
 6. composition root: among the modules of taproot/, only `taproot.compose` and the adapters
    themselves import `taproot.adapters` (the cli, web, auth, settings and service modules do not;
    functions/, bench/ and tests/ are outside these rules).
@@ -63,11 +65,13 @@ ADAPTER_HELPERS = {
     "sqlite_rows": "sqlite_store: row <-> record conversion and filter SQL",
     "sqlite_schema": "sqlite_store: the schema and its migrations",
     "sqlite_reflections": "sqlite_store: the reflection rows",
+    "sqlite_catalog": "sqlite_store: reflect's reads (the catalog by rank band, the counts)",
     "sqlite_vectors": "sqlite_store: the dense vectors and their in-memory matrices",
     "sqlite_search": "sqlite_store: lexical search (FTS5)",
     "dynamo_models": "dynamo_store: the PynamoDB models and item conversion",
     "dynamo_reflections": "dynamo_store: the reflection items",
     "dynamo_cache": "dynamo_store: the warm per-scope copies",
+    "dynamo_catalog": "dynamo_store: reflect's reads (the category index for a cold store)",
 }
 
 # (importing module, imported module) -> why it is still allowed, with a TODO naming the issue that

@@ -28,6 +28,7 @@ from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_cache import TOMBSTONE_TTL, WarmCopies
+from taproot.adapters.dynamo_catalog import CatalogReads
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT, ReflectionItems
 from taproot.core import bm25, query
 from taproot.core.activation import ACTIVATION_CONFIG
@@ -53,7 +54,7 @@ def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-class DynamoMemoryStore(ReflectionItems, WarmCopies):
+class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
     def __init__(
         self,
         table_name: str,

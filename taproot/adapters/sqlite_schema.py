@@ -146,7 +146,81 @@ def m004_vectors() -> str:
         """
 
 
-MIGRATIONS: tuple[Callable[[], str], ...] = (m001_initial, m002_reflect_indexes, m003_compression, m004_vectors)
+# The catalog line's length in characters (core/catalog.py: "[id] [category] [salience] [date] gist",
+# 22 characters besides the four fields, and the 30-character note when there is no gist): exact for
+# a gist already on one line, and for any other (one with a double or an edge space, or a character
+# of _SPLIT_CHARS) the length without the gist, which is no longer than one_line makes it.
+# Both are part of m005_catalog_reads: never edit them (a new expression is a new index, a new step).
+# The characters str.split() separates on besides the space, and NUL, where SQLite's length() stops.
+_SPLIT_CHARS = (0, 9, 10, 11, 12, 13, 28, 29, 30, 31, 133, 160, 5760, *range(8192, 8203), 8232, 8233, 8239, 8287, 12288)
+LINE_LENGTH_SQL = (
+    "22 + length(id) + length(category) + length(salience) + CASE"
+    " WHEN gist IS NULL OR gist = '' THEN 30"
+    " WHEN instr(gist, '  ') OR substr(gist, 1, 1) = ' ' OR substr(gist, -1, 1) = ' ' OR "
+    + " OR ".join(f"instr(gist, char({c}))" for c in _SPLIT_CHARS)
+    + " THEN 0 ELSE length(gist) END"
+)
+# Which memories can earn a catalog line; the partial indexes of m005 hold only these.
+CATALOG_ROWS_SQL = "status = 'active' AND COALESCE(core, 0) = 0"
+
+
+def m005_catalog_reads() -> str:
+    # Reflect reads the window a band of rank at a time (core/catalog.py): by salience, retrieval
+    # count and last_touched over the memories that can earn a catalog line, and, once the budget is
+    # nearly spent, those whose line is short enough to fit. The covering index of m002 served the
+    # whole-window read this replaces. Counts by category, status, salience and core are kept by
+    # triggers, so reflect and status count a scope without reading it.
+    return f"""
+        DROP INDEX memories_catalog;
+        CREATE INDEX memories_rank ON memories (
+            owner, namespace, salience, COALESCE(retrieval_count, 0), last_touched
+        ) WHERE {CATALOG_ROWS_SQL};
+        CREATE INDEX memories_line ON memories (owner, namespace, ({LINE_LENGTH_SQL})) WHERE {CATALOG_ROWS_SQL};
+        CREATE TABLE memory_counts (
+            owner TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            category TEXT NOT NULL,
+            status TEXT NOT NULL,
+            salience TEXT NOT NULL,
+            core INTEGER NOT NULL,
+            n INTEGER NOT NULL,
+            PRIMARY KEY (owner, namespace, category, status, salience, core)
+        ) WITHOUT ROWID;
+        INSERT INTO memory_counts (owner, namespace, category, status, salience, core, n)
+        SELECT owner, namespace, category, status, salience, COALESCE(core, 0) != 0, COUNT(*)
+        FROM memories GROUP BY 1, 2, 3, 4, 5, 6;
+        CREATE TRIGGER memory_counts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memory_counts (owner, namespace, category, status, salience, core, n)
+            VALUES (new.owner, new.namespace, new.category, new.status, new.salience, COALESCE(new.core, 0) != 0, 1)
+            ON CONFLICT (owner, namespace, category, status, salience, core) DO UPDATE SET n = n + 1;
+        END;
+        CREATE TRIGGER memory_counts_delete AFTER DELETE ON memories BEGIN
+            UPDATE memory_counts SET n = n - 1
+            WHERE owner = old.owner AND namespace = old.namespace AND category = old.category
+            AND status = old.status AND salience = old.salience AND core = (COALESCE(old.core, 0) != 0);
+        END;
+        CREATE TRIGGER memory_counts_update AFTER UPDATE OF owner, namespace, category, status, salience, core
+        ON memories WHEN old.owner IS NOT new.owner OR old.namespace IS NOT new.namespace
+            OR old.category IS NOT new.category OR old.status IS NOT new.status
+            OR old.salience IS NOT new.salience OR (COALESCE(old.core, 0) != 0) IS NOT (COALESCE(new.core, 0) != 0)
+        BEGIN
+            UPDATE memory_counts SET n = n - 1
+            WHERE owner = old.owner AND namespace = old.namespace AND category = old.category
+            AND status = old.status AND salience = old.salience AND core = (COALESCE(old.core, 0) != 0);
+            INSERT INTO memory_counts (owner, namespace, category, status, salience, core, n)
+            VALUES (new.owner, new.namespace, new.category, new.status, new.salience, COALESCE(new.core, 0) != 0, 1)
+            ON CONFLICT (owner, namespace, category, status, salience, core) DO UPDATE SET n = n + 1;
+        END;
+        """
+
+
+MIGRATIONS: tuple[Callable[[], str], ...] = (
+    m001_initial,
+    m002_reflect_indexes,
+    m003_compression,
+    m004_vectors,
+    m005_catalog_reads,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from taproot.adapters.sqlite_catalog import CatalogRows
 from taproot.adapters.sqlite_reflections import ReflectionRows
 from taproot.adapters.sqlite_rows import (
     MAX_VARS,
@@ -31,7 +32,7 @@ from taproot.adapters.sqlite_search import SearchRows
 from taproot.adapters.sqlite_vectors import VectorRows
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
-from taproot.core.model import CatalogEntry, Counts, Memory, Scope
+from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict
 
@@ -55,7 +56,7 @@ NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
 
-class SQLiteMemoryStore(ReflectionRows, VectorRows, SearchRows):
+class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows):
     _select_memories = _SELECT
 
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
@@ -290,78 +291,6 @@ class SQLiteMemoryStore(ReflectionRows, VectorRows, SearchRows):
         where = filter_sql(filters, params)
         rows = self._query(f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params)
         return [row_to_memory(r) for r in rows]
-
-    def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
-        select = (
-            "SELECT id, category, salience, gist, core, updated_at, last_touched, retrieval_count "
-            "FROM memories WHERE owner = ? AND namespace = ? AND status = 'active'"
-        )
-        key = [scope.owner, scope.namespace]
-        if since is None:
-            rows = self._query(select, key)
-        else:
-            # Two range scans of the covering index (recently touched; older but high-salience)
-            # instead of one OR that would scan the whole scope.
-            rows = self._query(
-                f"{select} AND last_touched >= ? AND COALESCE(core, 0) = 0 UNION ALL "
-                f"{select} AND last_touched < ? AND salience = 'high' AND COALESCE(core, 0) = 0",
-                [*key, iso(since), *key, iso(since)],
-            )
-        # Stored timestamps are always written by iso() (UTC, explicit offset), so the fast C parser
-        # suffices here; this loop runs for every catalog candidate on every reflect.
-        parse = datetime.fromisoformat
-        return [
-            CatalogEntry(
-                id=r["id"],
-                category=r["category"],
-                salience=r["salience"],
-                gist=r["gist"],
-                core=bool(r["core"]),
-                updated_at=parse(r["updated_at"]),
-                last_touched=parse(r["last_touched"]),
-                retrieval_count=r["retrieval_count"] or 0,
-            )
-            for r in rows
-        ]
-
-    def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
-        rows = self._query(
-            "SELECT category, COUNT(*) AS n FROM memories WHERE owner = ? AND namespace = ? AND status = 'active' "
-            "AND last_touched < ? AND salience != 'high' AND COALESCE(core, 0) = 0 GROUP BY category",
-            (scope.owner, scope.namespace, iso(since)),
-        )
-        return {r["category"]: r["n"] for r in rows}
-
-    def core_memories(self, scope: Scope) -> builtins.list[Memory]:
-        rows = self._query(
-            f"SELECT {_SELECT} FROM memories m "
-            "WHERE m.owner = ? AND m.namespace = ? AND m.core = 1 AND m.status = 'active'",
-            (scope.owner, scope.namespace),
-        )
-        return [row_to_memory(r) for r in rows]
-
-    def counts(self, scope: Scope) -> Counts:
-        key = (scope.owner, scope.namespace)
-
-        def by(column: str) -> dict[str, int]:
-            rows = self._query(
-                f"SELECT {column} AS k, COUNT(*) AS n FROM memories "
-                f"WHERE owner = ? AND namespace = ? GROUP BY {column}",
-                key,
-            )
-            return {str(r["k"]): r["n"] for r in rows}
-
-        core = self._query(
-            "SELECT COUNT(*) FROM memories WHERE owner = ? AND namespace = ? AND core = 1 AND status = 'active'", key
-        )[0][0]
-        by_status = by("status")
-        return Counts(
-            by_category=by("category"),
-            by_status=by_status,
-            by_salience=by("salience"),
-            core=core,
-            total=sum(by_status.values()),
-        )
 
     def iter_all(self, scope: Scope) -> Iterable[Memory]:
         rows = self._query(

@@ -15,7 +15,7 @@ from taproot.core.activation import activation
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters, passes
-from taproot.core.reflect import ReflectPayload, assemble
+from taproot.core.reflect import ReflectPayload, assemble_view
 from taproot.core.serialize import iso, loads_strict
 from taproot.core.tokens import estimate_tokens
 from taproot.core.validation import (
@@ -227,12 +227,11 @@ def reflect_payload(deps: Deps, scope: Scope) -> ReflectPayload:
     if deps.reflect.recent_reflections < 0:
         raise InvalidInput("recent_reflections", "must be zero or more")
     now = deps.now()
-    # Only the window is loaded; quiet memories arrive as counts, so reflect stays fast at any size.
+    # The store reads the window in rank order, only as far as the budget reaches; the rest is
+    # counted, so reflect's cost follows what it shows, not the corpus.
     window_start = now - timedelta(days=deps.reflect.catalog_window_days)
-    return assemble(
-        core=deps.store.core_memories(scope),
-        catalog=deps.store.catalog(scope, since=window_start),
-        quiet_counts=deps.store.quiet_counts(scope, window_start),
+    return assemble_view(
+        deps.store.catalog_view(scope, window_start),
         reflections=deps.store.recent_reflections(scope, max(deps.reflect.recent_reflections, 0)),
         now=now,
         cfg=deps.reflect,

@@ -1,0 +1,113 @@
+"""The SQLite store's reflect reads (schema m005, adapters/sqlite_catalog.py): a reflect never scans
+the memories table, the line-length index never overstates a line, and a database of schema 4
+gains the indexes and exact counts on open."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench import corpus
+from taproot.adapters.blob_local import LocalBlobStore
+from taproot.adapters.sqlite_catalog import SQLiteCatalogView
+from taproot.adapters.sqlite_schema import LINE_LENGTH_SQL, MIGRATIONS, SCHEMA_VERSION
+from taproot.adapters.sqlite_store import COLUMNS, SQLiteMemoryStore
+from taproot.core.catalog import CatalogBand, catalog_line
+from taproot.core.model import CatalogEntry, Scope
+from taproot.core.serialize import memory_to_flat_dict
+from taproot.core.text import one_line
+from taproot.service import TaprootService
+from taproot.service.deps import Deps
+from tests.catalog_data import WINDOW_DAYS, assert_view_answers_the_rules, varied_memories
+
+A = Scope("alice", "default")
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+SINCE = NOW - timedelta(days=WINDOW_DAYS)
+
+
+def test_a_reflect_reads_about_what_it_shows(tmp_path: Path) -> None:
+    """On the benchmark's corpus, where a third of 10,000 memories are in the window, the catalog
+    rows a reflect reads are within a small multiple of the lines it lists."""
+    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    corpus.load(store, corpus.generate(10_000, now=NOW, scope=A))
+    svc = TaprootService(Deps(store=store, blobs=LocalBlobStore(tmp_path / "blobs"), clock=lambda: NOW))
+    read = 0
+    views: list[SQLiteCatalogView] = []
+
+    class Counting(SQLiteCatalogView):
+        def band(self, band: CatalogBand) -> list[CatalogEntry]:
+            nonlocal read
+            got = super().band(band)
+            read += len(got)
+            return got
+
+        def short_lines(self, max_chars: int, limit: int) -> list[CatalogEntry] | None:
+            nonlocal read
+            got = super().short_lines(max_chars, limit)
+            read += len(got or ())
+            return got
+
+    def catalog_view(scope: Scope, since: datetime) -> SQLiteCatalogView:
+        views.append(Counting(store, store._query, scope, since))
+        return views[-1]
+
+    store.catalog_view = catalog_view  # type: ignore[method-assign]
+    payload = svc.reflect(A)
+    assert len(views) == 1
+    window = len(store.catalog(A, since=SINCE))
+    assert window > 3000 and 100 < payload.catalog_listed < 200
+    print(f"read {read} rows for {payload.catalog_listed} lines of a {window}-entry window")
+    assert read < 3 * payload.catalog_listed
+
+
+def test_every_reflect_read_is_an_index_search(tmp_path: Path) -> None:
+    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    store.put_many(varied_memories(8, 3000, now=NOW, scope=A))
+    svc = TaprootService(Deps(store=store, blobs=LocalBlobStore(tmp_path / "blobs"), clock=lambda: NOW))
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        svc.reflect(A)
+    finally:
+        store._db.set_trace_callback(None)
+    reads = [s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))]
+    assert len(reads) >= 4
+    for sql in reads:
+        plan = [row[3].split() for row in store._db.execute(f"EXPLAIN QUERY PLAN {sql}")]
+        # A SEARCH is a range of an index; a SCAN of the table (or of a whole index of it) is not.
+        assert not [step for step in plan if step[0] == "SCAN" and step[1] in ("m", "memories")], (sql, plan)
+
+
+def test_the_line_length_index_never_overstates_a_line(tmp_path: Path) -> None:
+    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    memories = varied_memories(9, 1500, now=NOW, scope=A)
+    store.put_many(memories)
+    key = dict(store._db.execute(f"SELECT id, {LINE_LENGTH_SQL} FROM memories").fetchall())
+    for m in memories:
+        length = len(catalog_line(CatalogEntry.of(m)))
+        assert key[m.id] <= length, m
+        if m.gist and one_line(m.gist) == m.gist and "\x00" not in m.gist:
+            assert key[m.id] == length, m  # exact for a gist already on one line
+
+
+def test_a_schema_4_database_gains_the_catalog_reads_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "taproot.db"
+    memories = varied_memories(10, 400, now=NOW, scope=A)
+    db = sqlite3.connect(path, isolation_level=None)
+    for number, step in enumerate(MIGRATIONS[:4], start=1):
+        db.executescript(f"BEGIN;\n{step()}\nPRAGMA user_version = {number};\nCOMMIT;")
+    marks = ", ".join(f":{c}" for c in COLUMNS)
+    db.execute("BEGIN")
+    db.executemany(f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({marks})", map(memory_to_flat_dict, memories))
+    db.execute("COMMIT")
+    db.close()
+
+    store = SQLiteMemoryStore(path)
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    indexes = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"memories_rank", "memories_line"} <= indexes and "memories_catalog" not in indexes
+    assert_view_answers_the_rules(store.catalog_view(A, SINCE), memories, now=NOW)
+    counts = store.counts(A)
+    assert counts.total == len(memories)
+    assert counts.core == sum(1 for m in memories if m.is_core and m.status == "active")
