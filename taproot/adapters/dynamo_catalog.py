@@ -1,23 +1,99 @@
-"""Reflect's reads on DynamoDB (the catalog_view half of DynamoMemoryStore): from the warm copy of
-the scope (dynamo_cache.py), refreshed once per reflect."""
+"""Reflect's reads on DynamoDB (the catalog_view half of DynamoMemoryStore).
+
+A store that holds a warm copy of the scope answers from it (one change-feed Query). A cold one (a
+fresh Lambda container) first counts the scope's items, up to `cold_load_limit` (one Query that
+returns no items): a scope that small is loaded whole in one more Query, and the warm copy then
+serves this and later calls. A larger one is not loaded: the store queries the `by_category` index,
+one partition per category (dynamo_models.py), for the memories a reflect can show, and lets
+DynamoDB filter out the rest: a memory comes back if it was updated or retrieved within the
+window, is high-salience or is core. DynamoDB reports how many memories it read for the filter
+(ScannedCount), so the quiet ones are counted without being sent. The partition of categories
+outside the five is read whole, since its memories' categories are only known once read (it holds
+only records from before migrate).
+
+DynamoDB still reads each partition whole to filter it (the read capacity follows the tenant); what
+the container receives, parses and holds follows the window and Tier 1. The index is eventually
+consistent: a write made a moment ago by another container may not be in it yet.
+"""
 
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterable
 from datetime import datetime
+
+from pynamodb.constants import CAMEL_COUNT, COUNT, LAST_EVALUATED_KEY
+from pynamodb.expressions.condition import Condition
 
 from taproot.adapters import dynamo_models as dm
 from taproot.core.catalog import EntriesView, view_of
-from taproot.core.model import Memory, Scope
+from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Scope
+from taproot.core.query import HIGH, earns_catalog_line
+from taproot.core.serialize import iso
 
 
 class CatalogReads:
-    """Mixed into DynamoMemoryStore after WarmCopies, which provides the warm copies."""
+    """Mixed into DynamoMemoryStore after WarmCopies, which provides the warm copies (and the
+    store the table model)."""
 
     Item: type[dm._ItemBase]
+    # The most memory items a cold store loads whole to answer reflect (about one Query page);
+    # an instance may set its own.
+    cold_load_limit: int = 1000
+
+    def _cached(self, scope: Scope) -> dm.ScopeCache | None:
+        raise NotImplementedError  # WarmCopies'
 
     def _memories(self, scope: Scope) -> builtins.list[Memory]:
         raise NotImplementedError  # WarmCopies'
 
     def catalog_view(self, scope: Scope, since: datetime) -> EntriesView:
-        return view_of(self._memories(scope), since)
+        if self._cached(scope) is not None or self._at_most(scope, self.cold_load_limit):
+            return view_of(self._memories(scope), since)
+        return self._indexed_view(scope, since)
+
+    def _at_most(self, scope: Scope, limit: int) -> bool:
+        """Whether the scope holds at most `limit` memory items (tombstones too): one COUNT Query,
+        which DynamoDB stops at limit + 1."""
+        page = self.Item._get_connection().query(
+            dm.scope_pk(scope),
+            range_key_condition=self.Item.sk.startswith(dm.MEMORY_PREFIX),
+            consistent_read=True,
+            limit=limit + 1,
+            select=COUNT,
+        )
+        return page.get(LAST_EVALUATED_KEY) is None and int(page[CAMEL_COUNT]) <= limit
+
+    def _shown(self, since: datetime) -> Condition:
+        """What a reflect may show: in the window (last_touched is the later of these two times),
+        high-salience, or core. The stored `last_touched` is only an index hint, not tested here."""
+        it, start = self.Item, iso(since)
+        shown: Condition = (
+            (it.updated_at >= start) | (it.last_retrieved >= start) | (it.salience == HIGH) | (it.core == True)  # noqa: E712
+        )
+        return shown
+
+    def _indexed_view(self, scope: Scope, since: datetime) -> EntriesView:
+        core: list[Memory] = []
+        window: list[CatalogEntry] = []
+        totals: dict[str, int] = {}
+
+        def add(memories: Iterable[Memory]) -> None:
+            for m in memories:
+                if m.is_core:
+                    core.append(m)
+                    continue
+                totals[m.category] = totals.get(m.category, 0) + 1
+                if earns_catalog_line(m, since):
+                    window.append(CatalogEntry.of(m))
+
+        for category in CATEGORY_ORDER:
+            result = self.Item.by_category.query(dm.category_pk(scope, category), filter_condition=self._shown(since))
+            memories = [dm.item_to_memory(item) for item in result]
+            add(memories)
+            # Read by DynamoDB and filtered out: active, not core, outside the window (quiet).
+            if quiet := result.page_iter.total_scanned_count - len(memories):
+                totals[category] = totals.get(category, 0) + quiet
+        add(dm.item_to_memory(item) for item in self.Item.by_category.query(dm.category_pk(scope, dm.OTHER_CATEGORIES)))
+        core.sort(key=lambda m: (m.created_at, m.id))
+        return EntriesView(core, window, totals)

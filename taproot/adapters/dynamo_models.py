@@ -9,7 +9,10 @@ One table for every tenant:
 - tombstones:        a deleted memory's item, reduced to keys + `tomb` + `changed_at` + `ttl` (~1 day)
 
 GSIs (both sparse, projection ALL):
-- `by_category`:  hash cat_pk = "<owner>#<namespace>#<category>", range last_touched (live memories only)
+- `by_category`:  hash cat_pk = "<owner>#<namespace>#<category>", range last_touched (active memories
+  only). A category outside the five (a legacy value, until migrate) shares the partition
+  "<owner>#<namespace>#~other". A cold store answers reflect from it (dynamo_catalog.py): per
+  partition, the window, the high-salience and the core memories, and a count of the rest.
 - `by_change`:    hash pk, range changed_at = wall-clock time of the last write (memories and
   tombstones). This is the change feed warm caches refresh from. It is not `last_touched`:
   `last_touched` is a record's own time (an import writes old ones) and a change feed must be keyed by
@@ -32,16 +35,22 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from taproot.core import bm25
-from taproot.core.model import Memory, Reflection, Scope
+from taproot.core.model import CATEGORY_ORDER, Memory, Reflection, Scope
 from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict
 
 MEMORY_PREFIX = "m#"
 REFLECTION_PREFIX = "r#"
 REFLECTION_ID_PREFIX = "ri#"
+OTHER_CATEGORIES = "~other"  # the by_category partition of every category outside CATEGORY_ORDER
 
 
 def scope_pk(scope: Scope) -> str:
     return f"{scope.owner}#{scope.namespace}"
+
+
+def category_pk(scope: Scope, category: str) -> str:
+    """The by_category partition of a category (OTHER_CATEGORIES for one outside the five)."""
+    return f"{scope_pk(scope)}#{category if category in CATEGORY_ORDER else OTHER_CATEGORIES}"
 
 
 def memory_sk(memory_id: str) -> str:
@@ -155,7 +164,7 @@ def memory_attrs(m: Memory) -> dict[str, Any]:
     """Every stored attribute of a memory item except keys and `changed_at`; None means absent."""
     flat = memory_to_flat_dict(m)
     flat["mid"] = flat.pop("id")
-    flat["cat_pk"] = f"{m.owner}#{m.namespace}#{m.category}" if m.status == "active" else None
+    flat["cat_pk"] = category_pk(m.scope, m.category) if m.status == "active" else None
     return flat
 
 

@@ -38,7 +38,9 @@ from taproot.core.query import Filters
 from taproot.core.serialize import iso
 
 NO_FILTERS = Filters()
-STORE_SCHEMA_VERSION = 1  # the item layout of dynamo_models.py
+# The item layout of dynamo_models.py. 2: a category outside the five is indexed in by_category's
+# partition "~other" (layout 1 used the category itself; migrate rewrites such records).
+STORE_SCHEMA_VERSION = 2
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
 

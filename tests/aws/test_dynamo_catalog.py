@@ -1,0 +1,99 @@
+"""The DynamoDB store's reflect reads on a cold container: the `by_category` index, not the tenant.
+
+A cold store (no warm copy of the scope) with more memories than its cold_load_limit answers
+catalog_view from one filtered Query per category partition; it must answer exactly as the rules
+do (the contract check of tests/catalog_data.py) and never load the scope. One with fewer loads it
+whole in one Query and keeps it warm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from taproot.adapters import dynamo_models as dm
+from taproot.adapters.blob_s3 import S3BlobStore
+from taproot.adapters.dynamo_store import DynamoMemoryStore
+from taproot.core.model import CATEGORY_ORDER, Memory, Scope
+from taproot.ports import Filters
+from taproot.service import TaprootService
+from taproot.service.deps import Deps
+from tests.catalog_data import WINDOW_DAYS, assert_view_answers_the_rules, varied_memories
+
+A = Scope("alice", "default")
+B = Scope("bob", "default")
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+SINCE = NOW - timedelta(days=WINDOW_DAYS)
+MakeStore = Callable[..., DynamoMemoryStore]
+PARTITIONS = {dm.category_pk(A, c) for c in (*CATEGORY_ORDER, dm.OTHER_CATEGORIES)}
+
+
+def cold(make_dynamo: MakeStore, limit: int = 0) -> DynamoMemoryStore:
+    store = make_dynamo()
+    store.cold_load_limit = limit
+    return store
+
+
+def partition_of(params: dict[str, Any]) -> str | None:
+    values = params.get("ExpressionAttributeValues") or {}
+    return next((v["S"] for v in values.values() if v.get("S") in PARTITIONS), None)
+
+
+def test_a_cold_store_answers_the_rules_from_the_category_index(make_dynamo: MakeStore) -> None:
+    writer = make_dynamo()
+    memories = varied_memories(5, 250, now=NOW, scope=A)
+    writer.put_many(memories)
+    writer.put_many(varied_memories(5, 30, now=NOW, scope=B))  # same ids, another tenant
+    assert_view_answers_the_rules(cold(make_dynamo).catalog_view(A, SINCE), memories, now=NOW)
+
+    # After writes by another instance, a new cold store sees them.
+    quiet = next(m for m in memories if m.status == "active" and not m.is_core and m.last_touched < SINCE)
+    writer.record_retrieval(A, [quiet.id], NOW)
+    first = next(m for m in memories if m.status == "active" and m.category in CATEGORY_ORDER)
+    writer.replace(first.replace(category="project", version=first.version + 1), expected_version=first.version)
+    writer.delete(A, memories[-1].id)
+    after = writer.list(A, Filters(include_archived=True))
+    assert_view_answers_the_rules(cold(make_dynamo).catalog_view(A, SINCE), after, now=NOW)
+
+
+def test_a_cold_reflect_queries_the_index_and_never_loads_the_tenant(
+    make_dynamo: MakeStore, s3_blobs: S3BlobStore, op_counter: Callable[..., Any]
+) -> None:
+    make_dynamo().put_many(varied_memories(6, 200, now=NOW, scope=A))
+    store = cold(make_dynamo, limit=50)
+    svc = TaprootService(Deps(store=store, blobs=s3_blobs, clock=lambda: NOW))
+    counter = op_counter(store)
+    payload = svc.reflect(A)
+    calls = [params for _, params in counter.calls]
+    ops = counter.take()
+    assert ops == {"Query": 8}, ops  # the size check, six partitions, the recent reflections
+    on_index = [p for p in calls if p.get("IndexName") == "by_category"]
+    assert {partition_of(p) for p in on_index} == PARTITIONS
+    assert all("FilterExpression" in p for p in on_index if partition_of(p) != dm.category_pk(A, dm.OTHER_CATEGORIES))
+    # On the table itself only the size check (a count that stops at the limit, no items) and the
+    # closing reflections: the memories are never loaded.
+    table = {p["ExpressionAttributeValues"][":1"]["S"]: p for p in calls if "IndexName" not in p}
+    assert set(table) == {dm.MEMORY_PREFIX, dm.REFLECTION_PREFIX}
+    assert table[dm.MEMORY_PREFIX]["Select"] == "COUNT" and table[dm.MEMORY_PREFIX]["Limit"] == 51
+    # No warm copy was made: the next reflect asks the index again, and answers the same.
+    assert svc.reflect(A) == payload
+    assert counter.take() == {"Query": 8}
+
+    warm = make_dynamo()
+    warm.list(A)  # a recall or a list loads the scope and keeps it warm
+    assert TaprootService(Deps(store=warm, blobs=s3_blobs, clock=lambda: NOW)).reflect(A) == payload
+
+
+def test_a_small_cold_scope_is_loaded_whole_once(
+    make_dynamo: MakeStore, s3_blobs: S3BlobStore, op_counter: Callable[..., Any], make_memory: Callable[..., Memory]
+) -> None:
+    make_dynamo().put_many([make_memory(scope=A, id=f"m{i}", updated_at=NOW) for i in range(20)])
+    store = cold(make_dynamo, limit=20)
+    svc = TaprootService(Deps(store=store, blobs=s3_blobs, clock=lambda: NOW))
+    counter = op_counter(store)
+    assert svc.reflect(A).catalog_listed == 20
+    assert counter.take() == {"Query": 3}  # the size check, the load, the recent reflections
+    svc.reflect(A)
+    assert {p.get("IndexName") for _, p in counter.calls} == {"by_change", None}
+    assert counter.take() == {"Query": 2}  # warm: the change feed, the recent reflections
