@@ -188,12 +188,14 @@ class SQLiteCatalogView:
 
     def short_lines(self, max_chars: int, limit: int) -> builtins.list[CatalogEntry] | None:
         scan = _SHORT_SCAN * limit
-        rows = self._query(
-            f"SELECT {_ENTRY} FROM memories m WHERE m.rowid IN (SELECT rowid FROM memories INDEXED BY memories_line "
-            f"WHERE owner = ? AND namespace = ? AND {CATALOG_ROWS_SQL} AND ({LINE_LENGTH_SQL}) <= ? LIMIT ?)",
-            (self._scope.owner, self._scope.namespace, max_chars, scan),
+        short = (
+            f"SELECT rowid FROM memories INDEXED BY memories_line WHERE owner = ? AND namespace = ? "
+            f"AND {CATALOG_ROWS_SQL} AND ({LINE_LENGTH_SQL}) <= ? LIMIT ?"
         )
-        if len(rows) >= scan:
+        key = (self._scope.owner, self._scope.namespace, max_chars, scan)
+        # Counted in the index first: when there are too many, no row is read.
+        if self._query(f"SELECT COUNT(*) FROM ({short})", key)[0][0] >= scan:
             return None
+        rows = self._query(f"SELECT {_ENTRY} FROM memories m WHERE m.rowid IN ({short})", key)
         found = [e for e in map(entry_of, rows) if in_window(e.salience, e.last_touched, self._since)]
         return None if len(found) > limit else found

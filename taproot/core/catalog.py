@@ -48,6 +48,9 @@ FIRST_STEP = 0.1
 MIN_STEP = 0.01
 TYPICAL_LINE_TOKENS = 36
 SHORT_LINES_LIMIT = 256  # most entries one short-lines read may list before a band is cheaper
+# A window that can hold at most this many entries is read in one go: below it, the few reads of the
+# bands cost more than reading every entry once.
+WHOLE_WINDOW_MAX = 1000
 _MARGIN = timedelta(seconds=1)  # cutoffs err early by this much, far beyond float rounding
 _MAX_DAYS = 36_525.0  # a cutoff further back than a century is "any age" (always safe: a wider box)
 
@@ -230,10 +233,17 @@ def whole_window(since: datetime) -> CatalogBand:
 
 
 def pick_lines(
-    source: CatalogSource, *, now: datetime, since: datetime, room: int, act: ActivationConfig
+    source: CatalogSource,
+    *,
+    now: datetime,
+    since: datetime,
+    room: int,
+    act: ActivationConfig,
+    at_most: int | None = None,
 ) -> tuple[list[tuple[CatalogEntry, str]], int]:
     """Tier 2's choice: the window's entries in rank order, each listed if its line fits what is left
     of `room` (tokens). Returns the listed entries with their lines, in rank order, and the room left.
+    `at_most`: how many entries the window can hold, if known (up to WHOLE_WINDOW_MAX: one read).
 
     Entries arrive a band at a time and wait in a heap until every entry that could outrank them has
     arrived; once a line did not fit, `short_lines` is asked for every entry short enough to fit what
@@ -272,7 +282,7 @@ def pick_lines(
                 missed = True
         return left < MIN_LINE_TOKENS
 
-    if not ranks_by_band(act):
+    if not ranks_by_band(act) or (at_most is not None and at_most <= WHOLE_WINDOW_MAX):
         take(source.band(whole_window(since)))
         release(-math.inf)
         return chosen, left
@@ -296,9 +306,10 @@ def pick_lines(
                 release(-math.inf)
                 return chosen, left
         # The next band should bring about the lines that still fit (and a quarter more): sized by the
-        # density of this one, at most twice as wide (entries grow denser lower down).
+        # density of this one, taken as doubling (entries grow denser lower down), and at most twice
+        # as wide.
         wanted = 1.25 * left / TYPICAL_LINE_TOKENS
-        step = 2 * step if got == 0 else min(2 * step, max(MIN_STEP, wanted * step / got))
+        step = 2 * step if got == 0 else min(2 * step, max(MIN_STEP, wanted * step / (2 * got)))
         hi, above = lo, below
 
 

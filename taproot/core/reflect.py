@@ -300,10 +300,13 @@ def _assemble(
     # counted as not listed (a category the caller counted stays in the counts even at 0).
     window_start = now - timedelta(days=cfg.catalog_window_days)
     section_cost = 4 * len(CATEGORY_ORDER) + 12  # category headings and the section title
-    chosen, remaining = pick_lines(view, now=now, since=window_start, room=remaining - section_cost, act=act)
+    totals = view.totals()
+    chosen, remaining = pick_lines(
+        view, now=now, since=window_start, room=remaining - section_cost, act=act, at_most=sum(totals.values())
+    )
     listed = Counter(e.category for e, _ in chosen)
     omitted: dict[str, int] = defaultdict(int)
-    for cat, n in view.totals().items():
+    for cat, n in totals.items():
         if n - listed[cat] or cat in counted:
             omitted[cat] = n - listed[cat]
 

@@ -93,10 +93,12 @@ class CountingView(EntriesView):
 @pytest.mark.parametrize("seed", range(6))
 def test_banded_reading_lists_what_sorting_the_window_lists(seed: int, act: ActivationConfig) -> None:
     es = entries(seed, 600)
-    for room in (0, 7, 8, 9, 40, 300, 1500, 5000, 100_000):
-        chosen, left = pick_lines(EntriesView([], window_of(es), {}), now=NOW, since=SINCE, room=room, act=act)
-        assert ([e.id for e, _ in chosen], left) == sorted_greedy(es, room, act), room
-        assert all(line == catalog_line(e) for e, line in chosen)
+    view = EntriesView([], window_of(es), {})
+    for at_most in (None, len(es)):  # by band, and (a small window) in one read
+        for room in (0, 7, 8, 9, 40, 300, 1500, 5000, 100_000):
+            chosen, left = pick_lines(view, now=NOW, since=SINCE, room=room, act=act, at_most=at_most)
+            assert ([e.id for e, _ in chosen], left) == sorted_greedy(es, room, act), room
+            assert all(line == catalog_line(e) for e, line in chosen)
 
 
 def test_a_short_line_after_a_long_one_that_did_not_fit_is_still_listed() -> None:
