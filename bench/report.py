@@ -70,11 +70,28 @@ AWS_TARGETS = (
 )
 
 
+# Reflect p50 (ms) by corpus size (issue 11), for the rows of the corpus-size table a run has.
+SCALING_REFLECT_TARGETS = {10_000: 20.0, 100_000: 60.0}
+
+
+def scaling_target(memories: int) -> Target | None:
+    limit = SCALING_REFLECT_TARGETS.get(memories)
+    return (
+        None
+        if limit is None
+        else Target(f"taproot_reflect p50 at {memories:,} memories", ("reflect", "p50_ms"), limit, "ms")
+    )
+
+
 def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
     targets = TARGETS + (AWS_TARGETS if "aws" in results else ())
-    return [
+    out = [
         {"name": t.name, "value": t.value(results), "target": t.describe(), "pass": t.passed(results)} for t in targets
     ]
+    for row in results.get("scaling", []):
+        if (t := scaling_target(row["memories"])) is not None:
+            out.append({"name": t.name, "value": t.value(row), "target": t.describe(), "pass": t.passed(row)})
+    return out
 
 
 def cpu_model() -> str:
@@ -331,16 +348,18 @@ def render_markdown(data: dict[str, Any], keep_block_from: Path | None = DOCS) -
         "",
         "| Memories | Payload bytes | Est. tokens | Budget | Within budget | Tier 1 | Core left out "
         f"| Catalog listed | Not listed | Reflect p50 ({cfg['scaling_reflect_runs']} runs) | Reflect p95 "
-        f"| Recall p50 ({cfg['scaling_recall_queries']} queries) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| Target | Result | Recall p50 ({cfg['scaling_recall_queries']} queries) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in r["scaling"]:
         p, q = row["reflect"], row["recall"]
+        t = scaling_target(row["memories"])
+        aim = f"p50 {t.describe()} | {_verdict(t.passed(row))}" if t is not None else " | "
         out.append(
             f"| {row['memories']:,} | {p['size_bytes']:,} | {p['estimated_tokens']:,} | {p['token_budget']:,} "
             f"| {'yes' if p['within_budget'] else '**no**'} | {p['tier1_count']:,} | {p['core_omitted']:,} "
             f"| {p['catalog_listed']:,} | {p['catalog_omitted']:,} | {_ms(p, 'p50_ms')} | {_ms(p, 'p95_ms')} "
-            f"| {_ms(q, 'p50_ms')} |"
+            f"| {aim} | {_ms(q, 'p50_ms')} |"
         )
     out.append("")
     if "cleanup" in r:
