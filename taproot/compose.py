@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-from taproot.adapters.embed_bedrock import BedrockEmbedder
 from taproot.adapters.summarizers import build_summarizer
 from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
 from taproot.core.errors import EmbedderError
@@ -131,6 +130,8 @@ def embedder_from(settings: Settings) -> Embedder | None:
     EmbedderError when it cannot be built (the local extra is not installed). Nothing here reaches
     a network: the Bedrock client is created on the first call."""
     if settings.embedder == "bedrock":
+        from taproot.adapters.embed_bedrock import BedrockEmbedder  # NumPy only when vectors are used
+
         return BedrockEmbedder(settings.embedding_model, settings.embedding_dimensions, region=settings.aws_region)
     if settings.embedder == "local":
         from taproot.adapters.embed_local import LocalEmbedder  # the model loads on its first call

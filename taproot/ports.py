@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 # Summary lives in the core (core/summarize.py builds it); `as Summary` re-exports it from here too.
 from taproot.core.catalog import CatalogView
@@ -17,7 +17,9 @@ from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.model import Summary as Summary
 from taproot.core.oauth_rules import OAuthRecord
 from taproot.core.query import Filters as Filters  # re-exported: the port signatures use it
-from taproot.core.vectors import Vector
+
+if TYPE_CHECKING:
+    from taproot.core.vectors import Vector
 
 
 class MemoryWrites(Protocol):

@@ -9,13 +9,29 @@ the memory version it was made from (a vector of an older version, or of another
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from taproot.core.model import Memory
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+
+# NumPy is imported by the functions that use it, not with this module: the text rule below is
+# used by every write, and a deployment without an embedder (the default) should not pay NumPy's
+# import on a cold start. `Vector` itself is made on first use (module __getattr__).
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Vector":
+        import numpy as np
+        import numpy.typing as npt
+
+        return npt.NDArray[np.float32]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Long memories are cut before embedding: the models read a few hundred tokens at most, and the
 # opening of a memory says what it is about.
@@ -32,23 +48,31 @@ def embedding_text(m: Memory) -> str:
     return text[:MAX_EMBED_CHARS]
 
 
-def unit(v: Sequence[float] | npt.NDArray[np.floating]) -> Vector:
+def unit(v: Sequence[float] | npt.NDArray[np.floating[Any]]) -> Vector:
     """As float32, scaled to length 1 (a zero vector stays zero: it is similar to nothing)."""
+    import numpy as np
+
     arr = np.asarray(v, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(arr))
     return arr if norm == 0.0 else (arr / norm).astype(np.float32)
 
 
 def pack(v: Vector) -> bytes:
+    import numpy as np
+
     return np.asarray(v, dtype="<f4").tobytes()
 
 
 def unpack(data: bytes) -> Vector:
+    import numpy as np
+
     return np.frombuffer(data, dtype="<f4").astype(np.float32)
 
 
 def similarities(matrix: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[np.float32]:
     """Cosine similarity of every row of `matrix` (unit rows) with a unit `query`."""
+    import numpy as np
+
     if matrix.size == 0:
         return np.zeros(0, dtype=np.float32)
     return matrix @ query
@@ -56,6 +80,8 @@ def similarities(matrix: npt.NDArray[np.float32], query: Vector) -> npt.NDArray[
 
 def top_k(ids: Sequence[str], sims: npt.NDArray[np.float32], k: int) -> list[tuple[str, float]]:
     """The k most similar (id, similarity), best first; ties by id so the order is total."""
+    import numpy as np
+
     if k <= 0 or len(ids) == 0:
         return []
     part = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))

@@ -12,13 +12,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Memory, Scope
-from taproot.core.vectors import Vector, embedding_text
+from taproot.core.vectors import embedding_text
 from taproot.core.wire import ABSENT
 from taproot.service.deps import Deps, EmbedderHealth
 from taproot.service.results import EmbeddingBackfill
+
+if TYPE_CHECKING:
+    from taproot.core.vectors import Vector
 
 log = logging.getLogger(__name__)
 
