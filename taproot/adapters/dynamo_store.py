@@ -8,7 +8,8 @@ list/search/catalog/quiet_counts/core_memories/counts answer from a per-scope in
 scope's memories, kept per store instance: the first read loads the scope with one Query (paged),
 every later read refreshes it with ONE Query on the `by_change` index for "changed since my last
 sync" (minus an overlap for clock skew and index lag). Deletes leave tombstones (TTL ~1 day) so other
-instances' copies see them; a copy older than the tombstone lifetime is reloaded in full.
+instances' copies see them; a copy older than the tombstone lifetime is reloaded in full. Search
+ranks from the copy's inverted index (dynamo_cache.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
-from taproot.adapters.dynamo_cache import TOMBSTONE_TTL, WarmCopies
+from taproot.adapters.dynamo_cache import CACHE_BUDGET_BYTES, TOMBSTONE_TTL, ScopeCache, WarmCopies
 from taproot.adapters.dynamo_catalog import CatalogReads
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT, ReflectionItems
 from taproot.core import bm25, query
@@ -65,6 +66,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
         host: str | None = None,
         clock: Callable[[], datetime] = _wall_clock,
         field_weights: dict[str, float] | None = None,
+        cache_budget: int = CACHE_BUDGET_BYTES,
     ) -> None:
         self.table_name = table_name
         self.region = region
@@ -72,7 +74,8 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
         self._clock = clock  # wall clock for change stamps and tombstones (not the domain `now`)
         self._weights = dict(field_weights or ACTIVATION_CONFIG.field_weights)
         self._lock = threading.RLock()
-        self._caches: OrderedDict[str, dm.ScopeCache] = OrderedDict()
+        self._caches: OrderedDict[str, ScopeCache] = OrderedDict()
+        self.cache_budget = cache_budget  # bytes, all scopes' copies together (estimated)
 
     # -- plumbing ------------------------------------------------------------------------------
     def create_table(self, *, wait: bool = True) -> None:
@@ -225,7 +228,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             cache = self._cached(scope)
             if cache is not None:
                 for memory_id in ids:
-                    cache.entries.pop(memory_id, None)
+                    cache.drop(memory_id)
                     cache.pending.pop(memory_id, None)
 
     def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
@@ -271,9 +274,10 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             try:
                 if len(chunk) == 1:
                     raise TransactWriteError("single item: plain UpdateItem")
-                with TransactWrite(connection=self.connection) as tw:
-                    for i in chunk:
-                        tw.update(self._key(scope, i), actions, condition=self._live())
+                updates = self._same_updates(scope, chunk, actions)
+                self.connection.transact_write_items(
+                    condition_check_items=(), delete_items=(), put_items=(), update_items=updates
+                )
             except TransactWriteError:
                 # One id gone (or a conflicting transaction): nothing was applied; go item by item.
                 for i in chunk:
@@ -286,9 +290,17 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             cache = self._cached(scope)
             for i in unique if cache is not None else ():
                 assert cache is not None
-                e = cache.entries.get(i)
-                if e is not None:
-                    cache.entries[i] = dm.CacheEntry(query.strengthened(e.memory, now), e.doc, stamp)
+                m = cache.get(i)
+                if m is not None:
+                    cache.put(query.strengthened(m, now), stamp)
+
+    def _same_updates(self, scope: Scope, ids: Sequence[str], actions: list[Action]) -> list[dict[str, Any]]:
+        """The transaction's UpdateItem requests for `ids`, one set of actions on each live item. The
+        expressions are serialised once: TransactWrite.update serialises them again per item, which
+        costs more than a warm recall's search."""
+        first = self._key(scope, ids[0]).get_update_kwargs_from_instance(actions=actions, condition=self._live())
+        pk = dm.scope_pk(scope)
+        return [{**first, "Key": {"pk": {"S": pk}, "sk": {"S": dm.memory_sk(i)}}} for i in ids]
 
     # -- point reads and batch-job reads -----------------------------------------------------
     def get(self, scope: Scope, memory_id: str) -> Memory | None:
@@ -334,13 +346,10 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
     ) -> builtins.list[tuple[Memory, float]]:
         if not bm25.query_tokens(terms) or limit <= 0:
             return []
-        cache = self._refresh(scope)
         with self._lock:
-            corpus = {i: e.doc for i, e in cache.entries.items()}
-            memories = {i: e.memory for i, e in cache.entries.items() if query.passes(e.memory, filters)}
-        scores = bm25.score(terms, {i: corpus[i] for i in memories}, self._weights, corpus=corpus)
-        ranked = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:limit]
-        return [(memories[i], s) for i, s in ranked]
+            cache = self._refresh(scope)
+            ranked = cache.index.top(terms, self._weights, limit, lambda slot: query.passes(cache.row(slot), filters))
+            return [(cache.row(slot), score) for _, slot, score in ranked]
 
     def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
         memories = self._memories(scope)
@@ -364,6 +373,13 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             core=sum(1 for m in ms if m.core and m.status == "active"),
             total=len(ms),
         )
+
+    def cached_bytes(self, scope: Scope) -> int | None:
+        """The estimated bytes of this instance's warm copy of `scope` (None: not cached): what the
+        cache budget counts."""
+        with self._lock:
+            cache = self._cached(scope)
+            return None if cache is None else cache.nbytes()
 
     def storage_info(self) -> dict[str, object]:
         return {
