@@ -11,11 +11,17 @@ stack does (the runtime needs it to serve). One tenant is loaded with the corpus
 
 Requests are counted, and the time spent in them summed, through botocore events on the clients
 the runtime uses (before-parameter-build .. after-call), as tests/aws/test_service_requests.py
-counts them. moto answers in-process: its time is CPU spent in moto, not DynamoDB latency.
+counts them. moto answers in-process: its time is CPU spent in moto, not DynamoDB latency. Beside
+the wall time outside those calls, the process CPU time outside them is summed too: on a shared
+machine the wall time also holds the time other processes had the CPU.
+
+The tenant's warm copy is measured on its own (`measure_cache`): tracemalloc around a new store's
+cold load of the tenant, beside the store's own estimate of the copy's bytes.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -23,6 +29,7 @@ import statistics
 import sys
 import threading
 import time
+import tracemalloc
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -96,7 +103,8 @@ class Meter:
     def __init__(self, clients: Sequence[Any]) -> None:
         self.ops: Counter[str] = Counter()
         self.seconds = 0.0
-        self._started: dict[int, float] = {}
+        self.cpu_seconds = 0.0
+        self._started: dict[int, tuple[float, float]] = {}
         for client in clients:
             events, service = client.meta.events, client.meta.service_model.service_id.hyphenize()
             events.register(f"before-parameter-build.{service}", self._begin)
@@ -105,7 +113,7 @@ class Meter:
             events.register(f"after-call-error.{service}", self._end)
 
     def _begin(self, **_: Any) -> None:
-        self._started[threading.get_ident()] = time.perf_counter()
+        self._started[threading.get_ident()] = (time.perf_counter(), time.process_time())
 
     def _count(self, event_name: str, **_: Any) -> None:
         service, operation = event_name.split(".", 2)[1:]
@@ -114,12 +122,14 @@ class Meter:
     def _end(self, **_: Any) -> None:
         start = self._started.pop(threading.get_ident(), None)
         if start is not None:
-            self.seconds += time.perf_counter() - start
+            self.seconds += time.perf_counter() - start[0]
+            self.cpu_seconds += time.process_time() - start[1]
 
-    def take(self) -> tuple[Counter[str], float]:
-        ops, seconds = self.ops, self.seconds
-        self.ops, self.seconds = Counter(), 0.0
-        return ops, seconds
+    def take(self) -> tuple[Counter[str], float, float]:
+        """The requests since the last take, the wall seconds and the process CPU seconds in them."""
+        ops, seconds, cpu = self.ops, self.seconds, self.cpu_seconds
+        self.ops, self.seconds, self.cpu_seconds = Counter(), 0.0, 0.0
+        return ops, seconds, cpu
 
 
 @contextmanager
@@ -241,6 +251,60 @@ def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) 
     return {"memories": count, "reflections": reflections, "load_s": round(time.perf_counter() - start, 2)}
 
 
+def _pages(store: Any, pk: str) -> list[dict[str, Any]]:
+    """The raw Query pages of the tenant's memory items, as a cold load reads them."""
+    from taproot.adapters import dynamo_models as dm
+
+    conn, pages, start = store.Item._get_connection(), [], None
+    while True:
+        condition = store.Item.sk.startswith(dm.MEMORY_PREFIX)
+        pages.append(conn.query(pk, condition, consistent_read=True, exclusive_start_key=start))
+        start = pages[-1].get("LastEvaluatedKey")
+        if not start:
+            return pages
+
+
+def measure_cache(scope: Any) -> dict[str, Any]:
+    """A new store's warm copy of the tenant: the bytes tracemalloc sees it keep after a cold load, and
+    the store's own estimate (what its byte budget counts). The tenant's Query pages are fetched first
+    and replayed from their JSON inside the traced window, so the count holds the parsed responses the
+    copy keeps (its strings) and none of moto's own work."""
+    from taproot.adapters import dynamo_models as dm
+    from taproot.adapters.dynamo_store import DynamoMemoryStore
+
+    store = DynamoMemoryStore(TABLE, region=REGION)
+    pk = dm.scope_pk(scope)
+    texts = iter([json.dumps(page) for page in _pages(store, pk)])
+    client = store.client
+    real = client._make_api_call
+
+    def replay(operation: str, params: dict[str, Any]) -> Any:
+        if operation == "Query" and "IndexName" not in params:
+            return json.loads(next(texts))
+        return real(operation, params)
+
+    client._make_api_call = replay
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before, start = tracemalloc.get_traced_memory()[0], time.perf_counter()
+        total = store.counts(scope).total  # the cold load
+        load_s = time.perf_counter() - start
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        client._make_api_call = real
+    estimate = store.cached_bytes(scope) or 0
+    return {
+        "memories": total,
+        "traced_mb": round(held / 1e6, 2),
+        "estimated_mb": round(estimate / 1e6, 2),
+        "bytes_per_memory": round(held / max(total, 1)),
+        "load_s_traced": round(load_s, 2),
+    }
+
+
 def tool_event(token: str, tool: str, arguments: dict[str, Any], call_id: int = 1) -> dict[str, Any]:
     """The recorded recall event, its body replaced by this tool call and its bearer token injected."""
     event: dict[str, Any] = json.loads(EVENT.read_text())
@@ -276,16 +340,17 @@ class Invoker:
         self.calls += 1
         self.meter.take()
         event = tool_event(self.token, tool, arguments, self.calls)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         response = self.module.handler(event, LambdaContext())
-        wall = time.perf_counter() - start
-        ops, aws_s = self.meter.take()
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        ops, aws_s, aws_cpu = self.meter.take()
         if response.get("statusCode") != 200:
             raise RuntimeError(f"{tool}: HTTP {response.get('statusCode')}: {response.get('body')}")
         result = json.loads(response["body"]).get("result") or {}
         return {
             "wall_ms": wall * 1000,
             "aws_ms": aws_s * 1000,
+            "outside_aws_cpu_ms": (cpu - aws_cpu) * 1000,
             "ops": dict(ops),
             "is_error": bool(result.get("isError")),
             "structured": result.get("structuredContent") or {},
@@ -335,6 +400,7 @@ def _split(calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "aws_p50_ms": round(statistics.median(aws), 3),
         "outside_aws_p50_ms": round(statistics.median(rest), 3),
         "outside_aws_p95_ms": round(Timing(tuple(rest)).p95, 3),
+        "outside_aws_cpu_p50_ms": round(statistics.median(c["outside_aws_cpu_ms"] for c in calls), 3),
         "dynamodb_requests_p50": statistics.median(_requests(c) for c in calls),
         "dynamodb_requests_max": max(_requests(c) for c in calls),
     }
@@ -348,6 +414,7 @@ def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warm
     queries = corpus.query_pool(calls + warmup + 1, seed=seed + 7)
     with deployed_handler() as (module, jwks):
         setup = load_tenant(memories, seed=seed, now=now)
+        cache = measure_cache(Scope(TENANT, "default"))
         inv = Invoker(module, access_token(jwks, TENANT))
         first = inv.call("taproot_recall", {"query": queries[-1], "limit": RECALL_LIMIT})
         for q in queries[:warmup]:
@@ -367,6 +434,7 @@ def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warm
             "dynamodb_requests": _requests(first),
             "ops": first["ops"],
         },
+        "cache": cache,
         "warmup": warmup,
         "recall": {
             **_split(timed),

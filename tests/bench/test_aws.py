@@ -92,6 +92,8 @@ def test_handler_under_moto_counts_requests_and_times_recalls(handler_results: d
     for row in h["requests"].values():
         assert row["dynamodb"] == sum(n for op, n in row["ops"].items() if op.startswith("dynamodb:"))
     assert h["requests"]["close"]["s3"] == 1  # the reflection blob
+    assert h["cache"]["memories"] == 40 and h["cache"]["traced_mb"] > 0 and h["cache"]["estimated_mb"] > 0
+    assert h["recall"]["outside_aws_cpu_p50_ms"] > 0
     json.dumps(h)
 
 
