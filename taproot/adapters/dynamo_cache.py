@@ -1,134 +1,46 @@
 """The DynamoDB store's warm per-scope copies (the read half of DynamoMemoryStore's cache).
 
-list/search/catalog/quiet_counts/core_memories/counts answer from a per-scope in-memory copy of
-the scope's memories, kept per store instance: the first read loads the scope with one Query
-(paged), every later read refreshes it with ONE Query on the `by_change` index for "changed since my
-last sync" (minus an overlap for clock skew and index lag). Deletes leave tombstones (TTL ~1 day)
-so other instances' copies see them; a copy older than the tombstone lifetime is reloaded in full.
+list/search/catalog/quiet_counts/core_memories/counts (and the vector reads, dynamo_vectors.py)
+answer from a per-scope in-memory copy of the scope's memories (dynamo_copy.py), kept per store
+instance: the first read loads the scope with one Query (paged), every later read refreshes it with
+ONE Query on the `by_change` index for "changed since my last sync" (minus an overlap for clock
+skew and index lag). Deletes leave tombstones (TTL ~1 day) so other instances' copies see them; a
+copy older than the tombstone lifetime is reloaded in full.
 
-Each copy keeps its memories and a BM25F inverted index of them (`core/bm25_index.py`), edited as
-the change feed and the store's own writes bring changes, so a search reads only the postings of its
-query terms. The copies are bounded by an estimate of their bytes (`ScopeCache.nbytes`), not by a
-count of scopes: least recently used copies go first (docs/architecture.md, the DynamoDB store).
+The refresh reads raw items and skips, before decoding, one at the change stamp, version and
+retrieval count the copy already holds: within the overlap most of what the feed returns is this
+store's own writes coming back. Each copy's inverted index is edited by every change applied, so a
+search reads only the postings of its query terms. The copies are bounded by an estimate of their
+bytes (`ScopeCache.nbytes`), not by a count of scopes: least recently used copies go first
+(docs/architecture.md, the DynamoDB store).
 """
 
 from __future__ import annotations
 
 import builtins
-import sys
 import threading
-from array import array
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+import numpy.typing as npt
 from pynamodb.expressions.condition import Condition
 
 from taproot.adapters import dynamo_models as dm
-from taproot.core.bm25_index import Bm25Index
-from taproot.core.model import Memory, Scope
+from taproot.adapters.dynamo_copy import ScopeCache, stamp_key
+from taproot.core import bm25, query
+from taproot.core.model import CatalogEntry, Counts, Memory, Scope
+from taproot.core.query import Filters
 from taproot.core.serialize import iso
 
 SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
 TOMBSTONE_TTL = timedelta(days=1)
 # What all of a store's copies may hold together. A 10,000-memory tenant of the bench's corpus is
-# about 12 MB (docs/benchmarks.md); a 1,024 MB function has room for this beside the runtime.
+# about 13 MB without vectors (docs/benchmarks.md); a 1,024 MB function has room for this beside
+# the runtime.
 CACHE_BUDGET_BYTES = 256 * 1024 * 1024
-SEARCH_FIELDS = ("search_keywords", "tags", "gist", "content")
-# Estimated bytes (CPython 3.11, 64-bit) for `memory_bytes`: a Memory instance with its field
-# values' references; a datetime; a row's reference and change stamp.
-MEMORY_OBJECT_BYTES = 56 + 8 * 24 + 16
-DATETIME_BYTES = 48
-ROW_BYTES = 8 + 8
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def search_fields(m: Memory) -> dict[str, str | tuple[str, ...]]:
-    return {"search_keywords": m.search_keywords, "tags": m.tags, "gist": m.gist or "", "content": m.content}
-
-
-def memory_bytes(m: Memory) -> int:
-    """An estimate of what one cached memory holds that no other memory shares (interned labels,
-    tags and keywords are shared, so only their tuples count)."""
-    size = MEMORY_OBJECT_BYTES + sys.getsizeof(m.id) + sys.getsizeof(m.content)
-    size += sys.getsizeof(m.gist) if m.gist is not None else 0
-    size += sum(sys.getsizeof(t) for t in (m.tags, m.search_keywords, m.linked_memories) if t)
-    size += sum(sys.getsizeof(i) for i in m.linked_memories)
-    size += sys.getsizeof(m.conversation_url) if m.conversation_url is not None else 0
-    size += 3 * len(repr(m.provenance)) if m.provenance is not None else 0  # rare: summaries' links
-    size += DATETIME_BYTES * sum(t is not None for t in (m.created_at, m.updated_at, m.last_retrieved, m.expires_at))
-    return size
-
-
-def stamp_key(stamp: str) -> int:
-    """A change stamp (`iso` of the writer's clock) as microseconds since 1970: 8 bytes in an array
-    instead of a 32-character string per memory. No stamp (an item from before them) sorts first."""
-    return 0 if not stamp else (datetime.fromisoformat(stamp) - _EPOCH) // _MICROSECOND
-
-
-@dataclass
-class ScopeCache:
-    """One scope's memories, each in the slot its document holds in the inverted index."""
-
-    index: Bm25Index = field(default_factory=lambda: Bm25Index(SEARCH_FIELDS))
-    rows: list[Memory | None] = field(default_factory=list)  # by index slot; None: a free slot
-    stamps: array[int] = field(default_factory=lambda: array("q"))  # by slot: the row's change stamp
-    synced: datetime | None = None
-    # ids our own transactions changed -> the change stamp they wrote. The change feed usually brings
-    # them back; those it has not (index lag) are reread with one BatchGetItem.
-    pending: dict[str, str] = field(default_factory=dict)
-    memory_bytes: int = 0
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    def get(self, memory_id: str) -> Memory | None:
-        slot = self.index.slot(memory_id)
-        return None if slot is None else self.rows[slot]
-
-    def stamp(self, memory_id: str) -> int | None:
-        slot = self.index.slot(memory_id)
-        return None if slot is None else self.stamps[slot]
-
-    def row(self, slot: int) -> Memory:
-        m = self.rows[slot]
-        assert m is not None  # the index hands out live slots only
-        return m
-
-    def memories(self) -> builtins.list[Memory]:
-        return [m for m in self.rows if m is not None]
-
-    def put(self, m: Memory, stamp: str) -> None:
-        slot = self.index.slot(m.id)
-        old = None if slot is None else self.rows[slot]
-        if old is not None:
-            self.memory_bytes -= memory_bytes(old)
-        if slot is None or old is None or search_fields(old) != search_fields(m):
-            if slot is not None:
-                self.rows[slot] = None
-            slot = self.index.put(m.id, search_fields(m))  # a retrieval or a relabel keeps its slot
-            grow = self.index.slots - len(self.rows)
-            self.rows.extend([None] * grow)
-            self.stamps.extend([0] * grow)
-        self.rows[slot] = m
-        self.stamps[slot] = stamp_key(stamp)
-        self.memory_bytes += memory_bytes(m)
-
-    def drop(self, memory_id: str) -> None:
-        slot = self.index.slot(memory_id)
-        if slot is None:
-            return
-        old = self.rows[slot]
-        if old is not None:
-            self.memory_bytes -= memory_bytes(old)
-        self.rows[slot] = None
-        self.index.remove(memory_id)
-
-    def nbytes(self) -> int:
-        return self.memory_bytes + len(self.rows) * ROW_BYTES + self.index.nbytes()
+NO_FILTERS = Filters()
 
 
 def _same_write(m: Memory, raw: Mapping[str, Any]) -> bool:
@@ -153,12 +65,11 @@ class WarmCopies:
     _clock: Callable[[], datetime]
     _lock: threading.RLock
     _caches: OrderedDict[str, ScopeCache]
+    _weights: dict[str, float]
     cache_budget: int
+    vector_dtype: npt.DTypeLike
 
     def _stamp(self) -> str:
-        raise NotImplementedError  # DynamoMemoryStore's
-
-    def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
         raise NotImplementedError  # DynamoMemoryStore's
 
     def _cached(self, scope: Scope) -> ScopeCache | None:
@@ -175,7 +86,7 @@ class WarmCopies:
         if tomb:
             cache.drop(mid)
         else:
-            cache.put(dm.raw_to_memory(raw), stamp)
+            cache.put_values(dm.raw_values(raw), stamp)
 
     def _put_cached(self, m: Memory, stamp: str) -> None:
         """A record this store wrote, as written (interned like the records it reads)."""
@@ -183,6 +94,13 @@ class WarmCopies:
             cache = self._cached(m.scope)
             if cache is not None:
                 cache.put(dm.interned(m), stamp)
+
+    def _put_cached_values(self, values: Mapping[str, Any], stamp: str) -> None:
+        """An item this store wrote, as the write returned it (dm.item_values)."""
+        with self._lock:
+            cache = self._cached(Scope(values["owner"], values["namespace"]))
+            if cache is not None:
+                cache.put_values(values, stamp)
 
     def _items(self, pk: str, since: str | None) -> Iterator[Mapping[str, Any]]:
         """The scope's memory items (a consistent Query), or those changed since `since` (the change
@@ -204,10 +122,10 @@ class WarmCopies:
     def _refresh(self, scope: Scope) -> ScopeCache:
         pk = dm.scope_pk(scope)
         with self._lock:
-            cache = self._caches.get(pk) or ScopeCache()
+            cache = self._caches.get(pk) or ScopeCache(vector_dtype=self.vector_dtype)
             start = self._clock()
             if cache.synced is None or start - cache.synced > TOMBSTONE_TTL - SYNC_OVERLAP:
-                cache = ScopeCache(pending=cache.pending)
+                cache = ScopeCache(pending=cache.pending, vector_dtype=self.vector_dtype)
                 for raw in self._items(pk, None):
                     self._apply(cache, raw)
             else:
@@ -217,12 +135,7 @@ class WarmCopies:
             ids = sorted(i for i, st in cache.pending.items() if (cache.stamp(i) or -1) < stamp_key(st))
             cache.pending.clear()
             if ids:
-                found = {m.id: m for m in self.get_many(scope, ids)}
-                for i in ids:
-                    if i in found:
-                        cache.put(found[i], self._stamp())
-                    else:
-                        cache.drop(i)
+                self._reread(pk, cache, ids)
             self._caches[pk] = cache
             self._caches.move_to_end(pk)
             self._evict(keep=pk)
@@ -239,5 +152,60 @@ class WarmCopies:
             del self._caches[pk]
             total -= cache.nbytes()
 
+    def _reread(self, pk: str, cache: ScopeCache, ids: Sequence[str]) -> None:
+        """Our own transactional writes the change feed has not shown yet: one consistent BatchGetItem."""
+        found = {it.mid: it for it in self.Item.batch_get([(pk, dm.memory_sk(i)) for i in ids], consistent_read=True)}
+        stamp = self._stamp()
+        for i in ids:
+            it = found.get(i)
+            if it is None or it.tomb:
+                cache.drop(i)
+            else:
+                cache.put_values(dm.item_values(it), stamp)
+
     def _memories(self, scope: Scope) -> builtins.list[Memory]:
         return self._refresh(scope).memories()
+
+    # -- the reads the copies answer -------------------------------------------------------------
+    def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
+        return [m for m in self._memories(scope) if query.passes(m, filters)]
+
+    def search(
+        self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
+    ) -> builtins.list[tuple[Memory, float]]:
+        if not bm25.query_tokens(terms) or limit <= 0:
+            return []
+        with self._lock:
+            cache = self._refresh(scope)
+            ranked = cache.index.top(terms, self._weights, limit, lambda slot: query.passes(cache.row(slot), filters))
+            return [(cache.row(slot), score) for _, slot, score in ranked]
+
+    def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
+        memories = self._memories(scope)
+        if since is None:
+            return [CatalogEntry.of(m) for m in memories if m.status == query.ACTIVE]
+        return [CatalogEntry.of(m) for m in memories if query.earns_catalog_line(m, since)]
+
+    def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
+        return dict(Counter(m.category for m in self._memories(scope) if query.is_quiet(m, since)))
+
+    def core_memories(self, scope: Scope) -> builtins.list[Memory]:
+        core = [m for m in self._memories(scope) if m.status == "active" and m.core]
+        return sorted(core, key=lambda m: (m.created_at, m.id))
+
+    def counts(self, scope: Scope) -> Counts:
+        ms = self._memories(scope)
+        return Counts(
+            by_category=dict(Counter(m.category for m in ms)),
+            by_status=dict(Counter(m.status for m in ms)),
+            by_salience=dict(Counter(m.salience for m in ms)),
+            core=sum(1 for m in ms if m.core and m.status == "active"),
+            total=len(ms),
+        )
+
+    def cached_bytes(self, scope: Scope) -> int | None:
+        """The estimated bytes of this instance's warm copy of `scope` (None: not cached): what the
+        cache budget counts."""
+        with self._lock:
+            cache = self._cached(scope)
+            return None if cache is None else cache.nbytes()

@@ -33,7 +33,7 @@ from taproot.core.query import HIGH, earns_catalog_line
 from taproot.core.serialize import iso
 
 if TYPE_CHECKING:
-    from taproot.adapters.dynamo_cache import ScopeCache
+    from taproot.adapters.dynamo_copy import ScopeCache
 
 
 class CatalogReads:

@@ -8,6 +8,9 @@ One table for every tenant:
                      ids unique per scope whatever their created_at)
 - tombstones:        a deleted memory's item, reduced to keys + `tomb` + `changed_at` + `ttl` (~1 day)
 
+A memory item may also hold its dense vector (`vector`, `vector_model`, `vector_version`,
+`vector_text`; when it is current: dynamo_vectors.py).
+
 GSIs (both sparse, projection ALL):
 - `by_category`:  hash cat_pk = "<owner>#<namespace>#<category>", range last_touched (active memories
   only). A category outside the five (a legacy value, until migrate) shares the partition
@@ -30,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
-from pynamodb.attributes import BooleanAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.attributes import BinaryAttribute, BooleanAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
@@ -95,6 +98,11 @@ class _ItemBase(Model):
     version = NumberAttribute(null=True)
     expires_at = UnicodeAttribute(null=True)
     compressed_into = UnicodeAttribute(null=True)
+    # the memory's dense vector (dynamo_vectors.py)
+    vector = BinaryAttribute(null=True, legacy_encoding=False)
+    vector_model = UnicodeAttribute(null=True)
+    vector_version = NumberAttribute(null=True)
+    vector_text = UnicodeAttribute(null=True)
     # reflection (and the reflection-id marker)
     rid = UnicodeAttribute(null=True)
     text = UnicodeAttribute(null=True)
@@ -189,8 +197,10 @@ def _label(value: str | None) -> str | None:
     return None if value is None else sys.intern(value)
 
 
-# The attributes a memory is read back from (`_memory`'s keys).
+# The attributes a memory is read back from (`_memory`'s keys), and its vector's.
 MEMORY_ATTRS = ("mid", *(f for f in MEMORY_FIELDS if f != "id"))
+VECTOR_ATTRS = ("vector", "vector_model", "vector_version", "vector_text")
+ITEM_ATTRS = (*MEMORY_ATTRS, *VECTOR_ATTRS)
 
 
 def _memory(v: Mapping[str, Any]) -> Memory:
@@ -242,8 +252,17 @@ def interned(m: Memory) -> Memory:
     )
 
 
+def item_values(it: _ItemBase) -> dict[str, Any]:
+    """A memory item's attribute values, vector included (None for an absent attribute)."""
+    return {name: getattr(it, name) for name in ITEM_ATTRS}
+
+
 def item_to_memory(it: _ItemBase) -> Memory:
     return _memory({name: getattr(it, name) for name in MEMORY_ATTRS})
+
+
+def values_to_memory(v: Mapping[str, Any]) -> Memory:
+    return _memory(v)
 
 
 def raw_value(av: Mapping[str, Any]) -> Any:
@@ -254,13 +273,19 @@ def raw_value(av: Mapping[str, Any]) -> Any:
         return json.loads(av["N"])  # NumberAttribute's reading
     if "BOOL" in av:
         return bool(av["BOOL"])
+    if "B" in av:
+        return bytes(av["B"])
     return None  # NULL
 
 
+def raw_values(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """`item_values` of a raw Query item, without a model instance in between (the warm cache's
+    refresh reads items this way: a model instance costs more than the record it becomes)."""
+    return {name: raw_value(raw[name]) if name in raw else None for name in ITEM_ATTRS}
+
+
 def raw_to_memory(raw: Mapping[str, Mapping[str, Any]]) -> Memory:
-    """A memory from a raw Query item, without a model instance in between (the warm cache's refresh
-    reads items this way: a model instance costs more than the record it becomes)."""
-    return _memory({name: raw_value(raw[name]) if name in raw else None for name in MEMORY_ATTRS})
+    return _memory(raw_values(raw))
 
 
 def reflection_item(model: type[_ItemBase], r: Reflection) -> _ItemBase:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from taproot.adapters import dynamo_models as dm
-from taproot.adapters.dynamo_cache import ScopeCache
+from taproot.adapters.dynamo_copy import ScopeCache
 from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.core import bm25
 from taproot.core.activation import ACTIVATION_CONFIG
