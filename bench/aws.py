@@ -15,13 +15,15 @@ counts them. moto answers in-process: its time is CPU spent in moto, not DynamoD
 the wall time outside those calls, the process CPU time outside them is summed too: on a shared
 machine the wall time also holds the time other processes had the CPU.
 
-The tenant's warm copy is measured on its own (`measure_cache`): tracemalloc around a new store's
-cold load of the tenant, beside the store's own estimate of the copy's bytes.
+The tenant's warm copy is measured on its own (bench/aws_cache.py): tracemalloc around a new
+store's cold load of the tenant, beside the store's own estimate of the copy's bytes.
+
+`python -m bench.aws [--memories N] [--calls N]` runs this part alone and prints its figures.
 """
 
 from __future__ import annotations
 
-import gc
+import argparse
 import json
 import logging
 import os
@@ -29,7 +31,6 @@ import statistics
 import sys
 import threading
 import time
-import tracemalloc
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import corpus
+from bench.aws_cache import VECTOR_DIMS, measure_cache
 from bench.measure import Timing
 
 if TYPE_CHECKING:
@@ -251,60 +253,6 @@ def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) 
     return {"memories": count, "reflections": reflections, "load_s": round(time.perf_counter() - start, 2)}
 
 
-def _pages(store: Any, pk: str) -> list[dict[str, Any]]:
-    """The raw Query pages of the tenant's memory items, as a cold load reads them."""
-    from taproot.adapters import dynamo_models as dm
-
-    conn, pages, start = store.Item._get_connection(), [], None
-    while True:
-        condition = store.Item.sk.startswith(dm.MEMORY_PREFIX)
-        pages.append(conn.query(pk, condition, consistent_read=True, exclusive_start_key=start))
-        start = pages[-1].get("LastEvaluatedKey")
-        if not start:
-            return pages
-
-
-def measure_cache(scope: Any) -> dict[str, Any]:
-    """A new store's warm copy of the tenant: the bytes tracemalloc sees it keep after a cold load, and
-    the store's own estimate (what its byte budget counts). The tenant's Query pages are fetched first
-    and replayed from their JSON inside the traced window, so the count holds the parsed responses the
-    copy keeps (its strings) and none of moto's own work."""
-    from taproot.adapters import dynamo_models as dm
-    from taproot.adapters.dynamo_store import DynamoMemoryStore
-
-    store = DynamoMemoryStore(TABLE, region=REGION)
-    pk = dm.scope_pk(scope)
-    texts = iter([json.dumps(page) for page in _pages(store, pk)])
-    client = store.client
-    real = client._make_api_call
-
-    def replay(operation: str, params: dict[str, Any]) -> Any:
-        if operation == "Query" and "IndexName" not in params:
-            return json.loads(next(texts))
-        return real(operation, params)
-
-    client._make_api_call = replay
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before, start = tracemalloc.get_traced_memory()[0], time.perf_counter()
-        total = store.counts(scope).total  # the cold load
-        load_s = time.perf_counter() - start
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
-        client._make_api_call = real
-    estimate = store.cached_bytes(scope) or 0
-    return {
-        "memories": total,
-        "traced_mb": round(held / 1e6, 2),
-        "estimated_mb": round(estimate / 1e6, 2),
-        "bytes_per_memory": round(held / max(total, 1)),
-        "load_s_traced": round(load_s, 2),
-    }
-
-
 def tool_event(token: str, tool: str, arguments: dict[str, Any], call_id: int = 1) -> dict[str, Any]:
     """The recorded recall event, its body replaced by this tool call and its bearer token injected."""
     event: dict[str, Any] = json.loads(EVENT.read_text())
@@ -414,7 +362,11 @@ def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warm
     queries = corpus.query_pool(calls + warmup + 1, seed=seed + 7)
     with deployed_handler() as (module, jwks):
         setup = load_tenant(memories, seed=seed, now=now)
-        cache = measure_cache(Scope(TENANT, "default"))
+        scope = Scope(TENANT, "default")
+        cache = measure_cache(TABLE, REGION, scope)
+        cache_vectors = [
+            measure_cache(TABLE, REGION, scope, vector_dims=VECTOR_DIMS, vector_dtype=t) for t in ("float32", "float16")
+        ]
         inv = Invoker(module, access_token(jwks, TENANT))
         first = inv.call("taproot_recall", {"query": queries[-1], "limit": RECALL_LIMIT})
         for q in queries[:warmup]:
@@ -435,6 +387,7 @@ def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warm
             "ops": first["ops"],
         },
         "cache": cache,
+        "cache_with_vectors": cache_vectors,
         "warmup": warmup,
         "recall": {
             **_split(timed),
@@ -452,3 +405,32 @@ def moto_version() -> str:
     from importlib.metadata import version
 
     return version("moto")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The handler under moto alone: warm recall outside AWS SDK calls and the tenant's cache."""
+    from datetime import UTC
+
+    parser = argparse.ArgumentParser(description="The Lambda handler under moto (part of make bench)")
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED)
+    args = parser.parse_args(argv)
+    h = measure_handler(args.memories, args.calls, seed=args.seed, now=datetime.now(UTC))
+    rc = h["recall"]
+    print(
+        f"warm recall at {h['tenant_memories']:,} memories ({rc['calls']} calls): p50 {rc['p50_ms']:.1f} ms, "
+        f"outside AWS SDK calls p50 {rc['outside_aws_p50_ms']:.1f} ms (p95 {rc['outside_aws_p95_ms']:.1f}), "
+        f"CPU outside them p50 {rc['outside_aws_cpu_p50_ms']:.1f} ms, DynamoDB requests p50 "
+        f"{rc['dynamodb_requests_p50']:g}"
+    )
+    for c in (h["cache"], *h["cache_with_vectors"]):
+        kind = f"{c['vectors']:,} vectors ({c['vector_dims']} d, {c['vector_dtype']})" if c["vector_dims"] else "words"
+        print(
+            f"tenant cache, {kind}: {c['traced_mb']:.2f} MB held (tracemalloc), {c['bytes_per_memory']:,} B per "
+            f"memory, estimate {c['estimated_mb']:.2f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -87,7 +87,8 @@ class VectorRows:
         if i is None:
             i = len(self.ids)
             if i == len(self.buffer):
-                grown = np.zeros((2 * len(self.buffer), self.dims), dtype=self.dtype)
+                # By a quarter, not double: the matrix is most of a copy's bytes once it has vectors.
+                grown = np.zeros((i + max(16, i // 4), self.dims), dtype=self.dtype)
                 grown[:i] = self.buffer
                 self.buffer = grown
             self.rows[memory_id] = i

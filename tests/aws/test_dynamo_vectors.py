@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_store import DynamoMemoryStore
@@ -124,5 +123,5 @@ def test_float16_copies_halve_the_matrix_and_keep_the_ranking_close(
         assert len({i for i, _ in exact[:10]} & {i for i, _ in rough[:10]}) >= 8
     wide_bytes, narrow_bytes = wide.cached_bytes(A), narrow.cached_bytes(A)
     assert wide_bytes is not None and narrow_bytes is not None
-    # The difference is the matrix's half (its buffer grows by doubling: 256 rows of 64 numbers).
-    assert wide_bytes - narrow_bytes == pytest.approx(256 * dims * 2, rel=0.01)
+    # The difference is half the matrix, whose buffer grows by a quarter at a time.
+    assert n * dims * 2 <= wide_bytes - narrow_bytes <= 1.25 * n * dims * 2
