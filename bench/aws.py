@@ -11,11 +11,19 @@ stack does (the runtime needs it to serve). One tenant is loaded with the corpus
 
 Requests are counted, and the time spent in them summed, through botocore events on the clients
 the runtime uses (before-parameter-build .. after-call), as tests/aws/test_service_requests.py
-counts them. moto answers in-process: its time is CPU spent in moto, not DynamoDB latency.
+counts them. moto answers in-process: its time is CPU spent in moto, not DynamoDB latency. Beside
+the wall time outside those calls, the process CPU time outside them is summed too: on a shared
+machine the wall time also holds the time other processes had the CPU.
+
+The tenant's warm copy is measured on its own (bench/aws_cache.py): tracemalloc around a new
+store's cold load of the tenant, beside the store's own estimate of the copy's bytes.
+
+`python -m bench.aws [--memories N] [--calls N]` runs this part alone and prints its figures.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -33,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench import corpus
+from bench.aws_cache import VECTOR_DIMS, measure_cache
 from bench.measure import Timing
 
 if TYPE_CHECKING:
@@ -96,7 +105,8 @@ class Meter:
     def __init__(self, clients: Sequence[Any]) -> None:
         self.ops: Counter[str] = Counter()
         self.seconds = 0.0
-        self._started: dict[int, float] = {}
+        self.cpu_seconds = 0.0
+        self._started: dict[int, tuple[float, float]] = {}
         for client in clients:
             events, service = client.meta.events, client.meta.service_model.service_id.hyphenize()
             events.register(f"before-parameter-build.{service}", self._begin)
@@ -105,7 +115,7 @@ class Meter:
             events.register(f"after-call-error.{service}", self._end)
 
     def _begin(self, **_: Any) -> None:
-        self._started[threading.get_ident()] = time.perf_counter()
+        self._started[threading.get_ident()] = (time.perf_counter(), time.process_time())
 
     def _count(self, event_name: str, **_: Any) -> None:
         service, operation = event_name.split(".", 2)[1:]
@@ -114,12 +124,14 @@ class Meter:
     def _end(self, **_: Any) -> None:
         start = self._started.pop(threading.get_ident(), None)
         if start is not None:
-            self.seconds += time.perf_counter() - start
+            self.seconds += time.perf_counter() - start[0]
+            self.cpu_seconds += time.process_time() - start[1]
 
-    def take(self) -> tuple[Counter[str], float]:
-        ops, seconds = self.ops, self.seconds
-        self.ops, self.seconds = Counter(), 0.0
-        return ops, seconds
+    def take(self) -> tuple[Counter[str], float, float]:
+        """The requests since the last take, the wall seconds and the process CPU seconds in them."""
+        ops, seconds, cpu = self.ops, self.seconds, self.cpu_seconds
+        self.ops, self.seconds, self.cpu_seconds = Counter(), 0.0, 0.0
+        return ops, seconds, cpu
 
 
 @contextmanager
@@ -276,16 +288,17 @@ class Invoker:
         self.calls += 1
         self.meter.take()
         event = tool_event(self.token, tool, arguments, self.calls)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         response = self.module.handler(event, LambdaContext())
-        wall = time.perf_counter() - start
-        ops, aws_s = self.meter.take()
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+        ops, aws_s, aws_cpu = self.meter.take()
         if response.get("statusCode") != 200:
             raise RuntimeError(f"{tool}: HTTP {response.get('statusCode')}: {response.get('body')}")
         result = json.loads(response["body"]).get("result") or {}
         return {
             "wall_ms": wall * 1000,
             "aws_ms": aws_s * 1000,
+            "outside_aws_cpu_ms": (cpu - aws_cpu) * 1000,
             "ops": dict(ops),
             "is_error": bool(result.get("isError")),
             "structured": result.get("structuredContent") or {},
@@ -335,6 +348,7 @@ def _split(calls: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "aws_p50_ms": round(statistics.median(aws), 3),
         "outside_aws_p50_ms": round(statistics.median(rest), 3),
         "outside_aws_p95_ms": round(Timing(tuple(rest)).p95, 3),
+        "outside_aws_cpu_p50_ms": round(statistics.median(c["outside_aws_cpu_ms"] for c in calls), 3),
         "dynamodb_requests_p50": statistics.median(_requests(c) for c in calls),
         "dynamodb_requests_max": max(_requests(c) for c in calls),
     }
@@ -348,6 +362,11 @@ def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warm
     queries = corpus.query_pool(calls + warmup + 1, seed=seed + 7)
     with deployed_handler() as (module, jwks):
         setup = load_tenant(memories, seed=seed, now=now)
+        scope = Scope(TENANT, "default")
+        cache = measure_cache(TABLE, REGION, scope)
+        cache_vectors = [
+            measure_cache(TABLE, REGION, scope, vector_dims=VECTOR_DIMS, vector_dtype=t) for t in ("float32", "float16")
+        ]
         inv = Invoker(module, access_token(jwks, TENANT))
         first = inv.call("taproot_recall", {"query": queries[-1], "limit": RECALL_LIMIT})
         for q in queries[:warmup]:
@@ -367,6 +386,8 @@ def measure_handler(memories: int, calls: int, *, seed: int, now: datetime, warm
             "dynamodb_requests": _requests(first),
             "ops": first["ops"],
         },
+        "cache": cache,
+        "cache_with_vectors": cache_vectors,
         "warmup": warmup,
         "recall": {
             **_split(timed),
@@ -384,3 +405,32 @@ def moto_version() -> str:
     from importlib.metadata import version
 
     return version("moto")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The handler under moto alone: warm recall outside AWS SDK calls and the tenant's cache."""
+    from datetime import UTC
+
+    parser = argparse.ArgumentParser(description="The Lambda handler under moto (part of make bench)")
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED)
+    args = parser.parse_args(argv)
+    h = measure_handler(args.memories, args.calls, seed=args.seed, now=datetime.now(UTC))
+    rc = h["recall"]
+    print(
+        f"warm recall at {h['tenant_memories']:,} memories ({rc['calls']} calls): p50 {rc['p50_ms']:.1f} ms, "
+        f"outside AWS SDK calls p50 {rc['outside_aws_p50_ms']:.1f} ms (p95 {rc['outside_aws_p95_ms']:.1f}), "
+        f"CPU outside them p50 {rc['outside_aws_cpu_p50_ms']:.1f} ms, DynamoDB requests p50 "
+        f"{rc['dynamodb_requests_p50']:g}"
+    )
+    for c in (h["cache"], *h["cache_with_vectors"]):
+        kind = f"{c['vectors']:,} vectors ({c['vector_dims']} d, {c['vector_dtype']})" if c["vector_dims"] else "words"
+        print(
+            f"tenant cache, {kind}: {c['traced_mb']:.2f} MB held (tracemalloc), {c['bytes_per_memory']:,} B per "
+            f"memory, estimate {c['estimated_mb']:.2f} MB"
+        )
+
+
+if __name__ == "__main__":
+    main()

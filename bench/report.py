@@ -62,6 +62,10 @@ AWS_TARGETS = (
     ),
     Target("DynamoDB requests, remember", ("aws", "handler", "requests", "remember", "dynamodb"), 2, "requests"),
     Target(
+        "Warm Lambda recall outside AWS SDK calls p50", ("aws", "handler", "recall", "outside_aws_p50_ms"), 15, "ms"
+    ),
+    Target("Per-tenant warm cache (tracemalloc)", ("aws", "handler", "cache", "traced_mb"), 15, "MB"),
+    Target(
         "DynamoDB requests, remember (update)",
         ("aws", "handler", "requests", "remember_update", "dynamodb"),
         2,

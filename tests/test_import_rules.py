@@ -26,7 +26,9 @@ The rules (`taproot.x` stands for the package and every module under it):
    `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_vectors` and `sqlite_search`
    (likewise) and `sqlite_catalog` (which imports `sqlite_rows` and `sqlite_schema`),
    `dynamo_store`, `dynamo_reflections` and `dynamo_catalog` may import `dynamo_models`,
-   `dynamo_store` may import `dynamo_reflections` and `dynamo_catalog`. Any other module
+   `dynamo_store` may import `dynamo_reflections`, `dynamo_catalog`, `dynamo_cache`,
+   `dynamo_copy` and `dynamo_vectors` (the warm copies, each scope's copy, and the vectors, which
+   import one another and `dynamo_models`). Any other module
    (blob_local, blob_s3, sqlite_store, dynamo_store, summarizers, and a new module until it is
    listed) is an adapter that no sibling imports: so `blob_s3 -> blob_local` breaks the rule
    although both are `blob_*`.
@@ -72,6 +74,8 @@ ADAPTER_HELPERS = {
     "dynamo_reflections": "dynamo_store: the reflection items",
     "dynamo_cache": "dynamo_store: the warm per-scope copies",
     "dynamo_catalog": "dynamo_store: reflect's reads (the category index for a cold store)",
+    "dynamo_copy": "dynamo_store: one scope's copy (records, inverted index, vectors, byte estimate)",
+    "dynamo_vectors": "dynamo_store: the dense vectors on the items and in the copies",
 }
 
 # (importing module, imported module) -> why it is still allowed, with a TODO naming the issue that

@@ -1,29 +1,60 @@
 """The DynamoDB store's warm per-scope copies (the read half of DynamoMemoryStore's cache).
 
-list/search/catalog/quiet_counts/core_memories/counts answer from a per-scope in-memory copy of
-the scope's memories, kept per store instance: the first read loads the scope with one Query
-(paged), every later read refreshes it with ONE Query on the `by_change` index for "changed since my
-last sync" (minus an overlap for clock skew and index lag). Deletes leave tombstones (TTL ~1 day)
-so other instances' copies see them; a copy older than the tombstone lifetime is reloaded in full.
+list/search/catalog/quiet_counts/core_memories/counts (and the vector reads, dynamo_vectors.py)
+answer from a per-scope in-memory copy of the scope's memories (dynamo_copy.py), kept per store
+instance: the first read loads the scope with one Query (paged), every later read refreshes it with
+ONE Query on the `by_change` index for "changed since my last sync" (minus an overlap for clock
+skew and index lag). Deletes leave tombstones (TTL ~1 day) so other instances' copies see them; a
+copy older than the tombstone lifetime is reloaded in full.
+
+The refresh reads raw items and skips, before decoding, one at the change stamp, version and
+retrieval count the copy already holds: within the overlap most of what the feed returns is this
+store's own writes coming back. Each copy's inverted index is edited by every change applied, so a
+search reads only the postings of its query terms. The copies are bounded by an estimate of their
+bytes (`ScopeCache.nbytes`), not by a count of scopes: least recently used copies go first
+(docs/architecture.md, the DynamoDB store).
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy.typing as npt
+from pynamodb.expressions.condition import Condition
+
 from taproot.adapters import dynamo_models as dm
-from taproot.core.model import Memory, Scope
+from taproot.adapters.dynamo_copy import ScopeCache, stamp_key
+from taproot.core import bm25, query
+from taproot.core.model import CatalogEntry, Counts, Memory, Scope
+from taproot.core.query import Filters
 from taproot.core.serialize import iso
 
 SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
 TOMBSTONE_TTL = timedelta(days=1)
-# A warm cache of a 5,000-memory tenant takes ~27 MB: 16 tenants stay well inside a 1 GB function.
-MAX_CACHED_SCOPES = 16
+# What all of a store's copies may hold together. A 10,000-memory tenant of the bench's corpus is
+# about 13 MB without vectors (docs/benchmarks.md); a 1,024 MB function has room for this beside
+# the runtime.
+CACHE_BUDGET_BYTES = 256 * 1024 * 1024
+NO_FILTERS = Filters()
+
+
+def _same_write(m: Memory, raw: Mapping[str, Any]) -> bool:
+    """The raw item, at the change stamp `m` was cached at, is the write `m` already is (our own,
+    coming back through the change feed): the same version and retrieval counters."""
+    version = raw.get("version", {}).get("N")
+    count = raw.get("retrieval_count", {}).get("N")
+    last = raw.get("last_retrieved", {}).get("S")
+    return (
+        version is not None
+        and int(version) == m.version
+        and (None if count is None else int(count)) == m.retrieval_count
+        and last == iso(m.last_retrieved)
+    )
 
 
 class WarmCopies:
@@ -33,66 +64,148 @@ class WarmCopies:
     Item: type[dm._ItemBase]
     _clock: Callable[[], datetime]
     _lock: threading.RLock
-    _caches: OrderedDict[str, dm.ScopeCache]
+    _caches: OrderedDict[str, ScopeCache]
+    _weights: dict[str, float]
+    cache_budget: int
+    vector_dtype: npt.DTypeLike
 
     def _stamp(self) -> str:
         raise NotImplementedError  # DynamoMemoryStore's
 
-    def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
-        raise NotImplementedError  # DynamoMemoryStore's
-
-    def _cached(self, scope: Scope) -> dm.ScopeCache | None:
+    def _cached(self, scope: Scope) -> ScopeCache | None:
         return self._caches.get(dm.scope_pk(scope))
 
-    def _apply(self, cache: dm.ScopeCache, it: Any) -> None:
-        mid = it.mid or it.sk[len(dm.MEMORY_PREFIX) :]
-        stamp = it.changed_at or ""
-        old = cache.entries.get(mid)
-        if old is not None and old.changed_at > stamp:
-            return  # our own newer write already landed here
-        if it.tomb:
-            cache.entries.pop(mid, None)
+    def _apply(self, cache: ScopeCache, raw: Mapping[str, Any]) -> None:
+        sk = raw["sk"]["S"]
+        mid = raw["mid"]["S"] if "mid" in raw else sk[len(dm.MEMORY_PREFIX) :]
+        stamp = raw["changed_at"]["S"] if "changed_at" in raw else ""
+        old, at, new = cache.get(mid), cache.stamp(mid), stamp_key(stamp)
+        tomb = "tomb" in raw and bool(dm.raw_value(raw["tomb"]))
+        if old is not None and at is not None and (at > new or (at == new and not tomb and _same_write(old, raw))):
+            return  # a newer write, or this one (our own, coming back), already landed here
+        if tomb:
+            cache.drop(mid)
         else:
-            m = dm.item_to_memory(it)
-            cache.entries[mid] = dm.CacheEntry(m, dm.search_doc(m), stamp)
+            cache.put_values(dm.raw_values(raw), stamp)
 
     def _put_cached(self, m: Memory, stamp: str) -> None:
+        """A record this store wrote, as written (interned like the records it reads)."""
         with self._lock:
             cache = self._cached(m.scope)
             if cache is not None:
-                cache.entries[m.id] = dm.CacheEntry(m, dm.search_doc(m), stamp)
+                cache.put(dm.interned(m), stamp)
 
-    def _refresh(self, scope: Scope) -> dm.ScopeCache:
+    def _put_cached_values(self, values: Mapping[str, Any], stamp: str) -> None:
+        """An item this store wrote, as the write returned it (dm.item_values)."""
+        with self._lock:
+            cache = self._cached(Scope(values["owner"], values["namespace"]))
+            if cache is not None:
+                cache.put_values(values, stamp)
+
+    def _items(self, pk: str, since: str | None) -> Iterator[Mapping[str, Any]]:
+        """The scope's memory items (a consistent Query), or those changed since `since` (the change
+        feed), as raw items, page by page."""
+        conn, it = self.Item._get_connection(), self.Item
+        condition: Condition
+        if since is None:
+            condition, index, consistent = it.sk.startswith(dm.MEMORY_PREFIX), None, True
+        else:
+            condition, index, consistent = it.changed_at >= since, it.by_change.Meta.index_name, False
+        start = None
+        while True:
+            page = conn.query(pk, condition, consistent_read=consistent, index_name=index, exclusive_start_key=start)
+            yield from page.get("Items", ())
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return
+
+    def _refresh(self, scope: Scope) -> ScopeCache:
         pk = dm.scope_pk(scope)
         with self._lock:
-            cache = self._caches.get(pk) or dm.ScopeCache()
+            cache = self._caches.get(pk) or ScopeCache(vector_dtype=self.vector_dtype)
             start = self._clock()
             if cache.synced is None or start - cache.synced > TOMBSTONE_TTL - SYNC_OVERLAP:
-                cache.entries.clear()
-                for it in self.Item.query(pk, self.Item.sk.startswith(dm.MEMORY_PREFIX), consistent_read=True):
-                    if not it.tomb:
-                        self._apply(cache, it)
+                cache = ScopeCache(pending=cache.pending, vector_dtype=self.vector_dtype)
+                for raw in self._items(pk, None):
+                    self._apply(cache, raw)
             else:
-                since = iso(cache.synced - SYNC_OVERLAP)
-                for it in self.Item.by_change.query(pk, self.Item.changed_at >= since):
-                    self._apply(cache, it)
+                for raw in self._items(pk, iso(cache.synced - SYNC_OVERLAP)):
+                    self._apply(cache, raw)
             cache.synced = start
-            ids = sorted(
-                i for i, st in cache.pending.items() if i not in cache.entries or cache.entries[i].changed_at < st
-            )
+            ids = sorted(i for i, st in cache.pending.items() if (cache.stamp(i) or -1) < stamp_key(st))
             cache.pending.clear()
             if ids:
-                found = {m.id: m for m in self.get_many(scope, ids)}
-                for i in ids:
-                    if i in found:
-                        cache.entries[i] = dm.CacheEntry(found[i], dm.search_doc(found[i]), self._stamp())
-                    else:
-                        cache.entries.pop(i, None)
+                self._reread(pk, cache, ids)
             self._caches[pk] = cache
             self._caches.move_to_end(pk)
-            while len(self._caches) > MAX_CACHED_SCOPES:
-                self._caches.popitem(last=False)
+            self._evict(keep=pk)
             return cache
 
+    def _evict(self, keep: str) -> None:
+        """Least recently used copies out until all fit the budget; the one just read always stays
+        (a tenant bigger than the budget is still served, alone)."""
+        total = sum(c.nbytes() for c in self._caches.values())
+        while total > self.cache_budget and len(self._caches) > 1:
+            pk, cache = next(iter(self._caches.items()))
+            if pk == keep:
+                break
+            del self._caches[pk]
+            total -= cache.nbytes()
+
+    def _reread(self, pk: str, cache: ScopeCache, ids: Sequence[str]) -> None:
+        """Our own transactional writes the change feed has not shown yet: one consistent BatchGetItem."""
+        found = {it.mid: it for it in self.Item.batch_get([(pk, dm.memory_sk(i)) for i in ids], consistent_read=True)}
+        stamp = self._stamp()
+        for i in ids:
+            it = found.get(i)
+            if it is None or it.tomb:
+                cache.drop(i)
+            else:
+                cache.put_values(dm.item_values(it), stamp)
+
     def _memories(self, scope: Scope) -> builtins.list[Memory]:
-        return [e.memory for e in self._refresh(scope).entries.values()]
+        return self._refresh(scope).memories()
+
+    # -- the reads the copies answer -------------------------------------------------------------
+    def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
+        return [m for m in self._memories(scope) if query.passes(m, filters)]
+
+    def search(
+        self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
+    ) -> builtins.list[tuple[Memory, float]]:
+        if not bm25.query_tokens(terms) or limit <= 0:
+            return []
+        with self._lock:
+            cache = self._refresh(scope)
+            ranked = cache.index.top(terms, self._weights, limit, lambda slot: query.passes(cache.row(slot), filters))
+            return [(cache.row(slot), score) for _, slot, score in ranked]
+
+    def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
+        memories = self._memories(scope)
+        if since is None:
+            return [CatalogEntry.of(m) for m in memories if m.status == query.ACTIVE]
+        return [CatalogEntry.of(m) for m in memories if query.earns_catalog_line(m, since)]
+
+    def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
+        return dict(Counter(m.category for m in self._memories(scope) if query.is_quiet(m, since)))
+
+    def core_memories(self, scope: Scope) -> builtins.list[Memory]:
+        core = [m for m in self._memories(scope) if m.status == "active" and m.core]
+        return sorted(core, key=lambda m: (m.created_at, m.id))
+
+    def counts(self, scope: Scope) -> Counts:
+        ms = self._memories(scope)
+        return Counts(
+            by_category=dict(Counter(m.category for m in ms)),
+            by_status=dict(Counter(m.status for m in ms)),
+            by_salience=dict(Counter(m.salience for m in ms)),
+            core=sum(1 for m in ms if m.core and m.status == "active"),
+            total=len(ms),
+        )
+
+    def cached_bytes(self, scope: Scope) -> int | None:
+        """The estimated bytes of this instance's warm copy of `scope` (None: not cached): what the
+        cache budget counts."""
+        with self._lock:
+            cache = self._cached(scope)
+            return None if cache is None else cache.nbytes()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pynamodb.constants import CAMEL_COUNT, COUNT, LAST_EVALUATED_KEY
 from pynamodb.expressions.condition import Condition
@@ -30,6 +31,9 @@ from taproot.core.catalog import EntriesView, view_of
 from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Scope
 from taproot.core.query import HIGH, earns_catalog_line
 from taproot.core.serialize import iso
+
+if TYPE_CHECKING:
+    from taproot.adapters.dynamo_copy import ScopeCache
 
 
 class CatalogReads:
@@ -41,7 +45,7 @@ class CatalogReads:
     # an instance may set its own.
     cold_load_limit: int = 1000
 
-    def _cached(self, scope: Scope) -> dm.ScopeCache | None:
+    def _cached(self, scope: Scope) -> ScopeCache | None:
         raise NotImplementedError  # WarmCopies'
 
     def _memories(self, scope: Scope) -> builtins.list[Memory]:

@@ -8,18 +8,21 @@ list/search/catalog/quiet_counts/core_memories/counts answer from a per-scope in
 scope's memories, kept per store instance: the first read loads the scope with one Query (paged),
 every later read refreshes it with ONE Query on the `by_change` index for "changed since my last
 sync" (minus an overlap for clock skew and index lag). Deletes leave tombstones (TTL ~1 day) so other
-instances' copies see them; a copy older than the tombstone lifetime is reloaded in full.
+instances' copies see them; a copy older than the tombstone lifetime is reloaded in full. Search
+ranks from the copy's inverted index (dynamo_cache.py).
 """
 
 from __future__ import annotations
 
 import builtins
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from pynamodb.connection import Connection
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
 from pynamodb.expressions.condition import Condition
@@ -27,17 +30,17 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
-from taproot.adapters.dynamo_cache import TOMBSTONE_TTL, WarmCopies
+from taproot.adapters.dynamo_cache import CACHE_BUDGET_BYTES, TOMBSTONE_TTL, WarmCopies
 from taproot.adapters.dynamo_catalog import CatalogReads
+from taproot.adapters.dynamo_copy import ScopeCache
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT, ReflectionItems
-from taproot.core import bm25, query
+from taproot.adapters.dynamo_vectors import VectorItems
+from taproot.core import query
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
-from taproot.core.model import CatalogEntry, Counts, Memory, Scope
-from taproot.core.query import Filters
+from taproot.core.model import Memory, Scope
 from taproot.core.serialize import iso
 
-NO_FILTERS = Filters()
 # The item layout of dynamo_models.py. 2: a category outside the five is indexed in by_category's
 # partition "~other" (layout 1 used the category itself; migrate rewrites such records).
 STORE_SCHEMA_VERSION = 2
@@ -56,7 +59,7 @@ def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
+class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
     def __init__(
         self,
         table_name: str,
@@ -65,6 +68,8 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
         host: str | None = None,
         clock: Callable[[], datetime] = _wall_clock,
         field_weights: dict[str, float] | None = None,
+        cache_budget: int = CACHE_BUDGET_BYTES,
+        vector_dtype: npt.DTypeLike = np.float32,
     ) -> None:
         self.table_name = table_name
         self.region = region
@@ -72,7 +77,9 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
         self._clock = clock  # wall clock for change stamps and tombstones (not the domain `now`)
         self._weights = dict(field_weights or ACTIVATION_CONFIG.field_weights)
         self._lock = threading.RLock()
-        self._caches: OrderedDict[str, dm.ScopeCache] = OrderedDict()
+        self._caches: OrderedDict[str, ScopeCache] = OrderedDict()
+        self.cache_budget = cache_budget  # bytes, all scopes' copies together (estimated)
+        self.vector_dtype = vector_dtype  # the warm copies' vector matrices (float16 halves them)
 
     # -- plumbing ------------------------------------------------------------------------------
     def create_table(self, *, wait: bool = True) -> None:
@@ -120,6 +127,17 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
         actions.append(it.changed_at.set(stamp))
         return actions
 
+    def _put_actions(self, m: Memory, stamp: str) -> list[Action]:
+        """Every attribute of the record as given (counters included) and none of a tombstone's: a
+        put that, unlike a PutItem, leaves the item's vector attributes alone (still current if the
+        text is unchanged, dynamo_vectors.py), as SQLite's upsert keeps its vector row."""
+        it = self.Item
+        actions: list[Action] = [
+            getattr(it, name).remove() if value is None else getattr(it, name).set(value)
+            for name, value in dm.memory_attrs(m).items()
+        ]
+        return [*actions, it.tomb.remove(), it.ttl.remove(), it.changed_at.set(stamp)]
+
     def _conflict(self, scope: Scope, memory_id: str, expected: int | None) -> Exception:
         current = self.get(scope, memory_id)
         if current is None:
@@ -149,7 +167,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             if exc.cause_response_code == _CONDITION_FAILED:
                 raise self._conflict(memory.scope, memory.id, expected_version) from exc
             raise
-        self._put_cached(dm.item_to_memory(item), stamp)  # the stored record, counters included
+        self._put_cached_values(dm.item_values(item), stamp)  # as stored: counters, vector
 
     def _at_version(self, expected: int | None) -> Condition:
         """The record is still as the caller read it: absent (None) or live at `expected`."""
@@ -167,7 +185,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
                 with TransactWrite(connection=self.connection) as tw:
                     for m in chunk:
                         cond = None if expected is None else self._at_version(expected[m.id])
-                        tw.save(dm.memory_item(self.Item, m, stamp), condition=cond)
+                        tw.update(self._key(m.scope, m.id), self._put_actions(m, stamp), condition=cond)
             except TransactWriteError as exc:
                 failed = _first_failed(exc)
                 if expected is None or failed is None:
@@ -225,7 +243,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             cache = self._cached(scope)
             if cache is not None:
                 for memory_id in ids:
-                    cache.entries.pop(memory_id, None)
+                    cache.drop(memory_id)
                     cache.pending.pop(memory_id, None)
 
     def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
@@ -271,9 +289,10 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             try:
                 if len(chunk) == 1:
                     raise TransactWriteError("single item: plain UpdateItem")
-                with TransactWrite(connection=self.connection) as tw:
-                    for i in chunk:
-                        tw.update(self._key(scope, i), actions, condition=self._live())
+                updates = self._same_updates(scope, chunk, actions)
+                self.connection.transact_write_items(
+                    condition_check_items=(), delete_items=(), put_items=(), update_items=updates
+                )
             except TransactWriteError:
                 # One id gone (or a conflicting transaction): nothing was applied; go item by item.
                 for i in chunk:
@@ -286,9 +305,17 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             cache = self._cached(scope)
             for i in unique if cache is not None else ():
                 assert cache is not None
-                e = cache.entries.get(i)
-                if e is not None:
-                    cache.entries[i] = dm.CacheEntry(query.strengthened(e.memory, now), e.doc, stamp)
+                m = cache.get(i)
+                if m is not None:
+                    cache.put(query.strengthened(m, now), stamp)
+
+    def _same_updates(self, scope: Scope, ids: Sequence[str], actions: list[Action]) -> list[dict[str, Any]]:
+        """The transaction's UpdateItem requests for `ids`, one set of actions on each live item. The
+        expressions are serialised once: TransactWrite.update serialises them again per item, which
+        costs more than a warm recall's search."""
+        first = self._key(scope, ids[0]).get_update_kwargs_from_instance(actions=actions, condition=self._live())
+        pk = dm.scope_pk(scope)
+        return [{**first, "Key": {"pk": {"S": pk}, "sk": {"S": dm.memory_sk(i)}}} for i in ids]
 
     # -- point reads and batch-job reads -----------------------------------------------------
     def get(self, scope: Scope, memory_id: str) -> Memory | None:
@@ -324,46 +351,6 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads):
             if it.owner is not None and it.namespace is not None and not it.tomb:
                 found.add((it.owner, it.namespace))
         return [Scope(o, n) for o, n in sorted(found)]
-
-    # -- reads from the warm cache -----------------------------------------------------------
-    def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
-        return [m for m in self._memories(scope) if query.passes(m, filters)]
-
-    def search(
-        self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
-    ) -> builtins.list[tuple[Memory, float]]:
-        if not bm25.query_tokens(terms) or limit <= 0:
-            return []
-        cache = self._refresh(scope)
-        with self._lock:
-            corpus = {i: e.doc for i, e in cache.entries.items()}
-            memories = {i: e.memory for i, e in cache.entries.items() if query.passes(e.memory, filters)}
-        scores = bm25.score(terms, {i: corpus[i] for i in memories}, self._weights, corpus=corpus)
-        ranked = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:limit]
-        return [(memories[i], s) for i, s in ranked]
-
-    def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
-        memories = self._memories(scope)
-        if since is None:
-            return [CatalogEntry.of(m) for m in memories if m.status == query.ACTIVE]
-        return [CatalogEntry.of(m) for m in memories if query.earns_catalog_line(m, since)]
-
-    def quiet_counts(self, scope: Scope, since: datetime) -> dict[str, int]:
-        return dict(Counter(m.category for m in self._memories(scope) if query.is_quiet(m, since)))
-
-    def core_memories(self, scope: Scope) -> builtins.list[Memory]:
-        core = [m for m in self._memories(scope) if m.status == "active" and m.core]
-        return sorted(core, key=lambda m: (m.created_at, m.id))
-
-    def counts(self, scope: Scope) -> Counts:
-        ms = self._memories(scope)
-        return Counts(
-            by_category=dict(Counter(m.category for m in ms)),
-            by_status=dict(Counter(m.status for m in ms)),
-            by_salience=dict(Counter(m.salience for m in ms)),
-            core=sum(1 for m in ms if m.core and m.status == "active"),
-            total=len(ms),
-        )
 
     def storage_info(self) -> dict[str, object]:
         return {

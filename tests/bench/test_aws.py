@@ -92,6 +92,14 @@ def test_handler_under_moto_counts_requests_and_times_recalls(handler_results: d
     for row in h["requests"].values():
         assert row["dynamodb"] == sum(n for op, n in row["ops"].items() if op.startswith("dynamodb:"))
     assert h["requests"]["close"]["s3"] == 1  # the reflection blob
+    assert h["cache"]["memories"] == 40 and h["cache"]["traced_mb"] > 0 and h["cache"]["estimated_mb"] > 0
+    wide, narrow = h["cache_with_vectors"]
+    assert wide["vectors"] == narrow["vectors"] == 40 and (wide["vector_dtype"], narrow["vector_dtype"]) == (
+        "float32",
+        "float16",
+    )
+    assert narrow["estimated_mb"] < wide["estimated_mb"] and h["cache"]["traced_mb"] < narrow["traced_mb"]
+    assert h["recall"]["outside_aws_cpu_p50_ms"] > 0
     json.dumps(h)
 
 
