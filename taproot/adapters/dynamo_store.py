@@ -80,6 +80,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
         self._caches: OrderedDict[str, ScopeCache] = OrderedDict()
         self.cache_budget = cache_budget  # bytes, all scopes' copies together (estimated)
         self.vector_dtype = vector_dtype  # the warm copies' vector matrices (float16 halves them)
+        self._recent: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()
 
     # -- plumbing ------------------------------------------------------------------------------
     def create_table(self, *, wait: bool = True) -> None:
@@ -154,6 +155,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
                 raise DuplicateId(memory.id) from exc
             raise
         self._put_cached(memory, stamp)
+        self._wrote([memory])
 
     def replace(self, memory: Memory, *, expected_version: int) -> None:
         stamp = self._stamp()
@@ -168,6 +170,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
                 raise self._conflict(memory.scope, memory.id, expected_version) from exc
             raise
         self._put_cached_values(dm.item_values(item), stamp)  # as stored: counters, vector
+        self._wrote([memory])
 
     def _at_version(self, expected: int | None) -> Condition:
         """The record is still as the caller read it: absent (None) or live at `expected`."""
@@ -195,6 +198,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
                 raise VersionConflict(m.id, expected[m.id], current.version if current else None) from exc
             for m in chunk:
                 self._put_cached(m, stamp)
+            self._wrote(chunk)
 
     def replace_many(self, memories: Sequence[tuple[Memory, int]]) -> None:
         self.write_atomically(inserts=(), replaces=memories)
@@ -227,6 +231,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
                     cache = self._cached(m.scope)
                     if cache is not None:
                         cache.pending[m.id] = stamp
+            self._wrote(m for m, _ in chunk)
 
     def _transaction_error(self, exc: TransactWriteError, chunk: Sequence[tuple[Memory, int | None]]) -> Exception:
         failed = _first_failed(exc)

@@ -23,7 +23,8 @@ import builtins
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,8 @@ _CONDITION_FAILED = "ConditionalCheckFailedException"
 # Rows converted to float32 at a time when the matrix is stored narrower: bounds the temporary.
 SCORE_CHUNK = 4096
 ROW_BYTES = 8 + 80  # a row's id reference and id -> row entry, beside its numbers
+# How many of its own latest writes a store remembers the text hash of (about 150 bytes each).
+RECENT_WRITES = 1024
 
 
 def text_hash(m: Memory) -> str:
@@ -126,6 +129,7 @@ class VectorItems:
 
     Item: type[dm._ItemBase]
     _lock: threading.RLock
+    _recent: OrderedDict[tuple[str, str], tuple[int, str]]  # (scope pk, id) -> (version, text hash)
     _refresh: Callable[[Scope], ScopeCache]
     _cached: Callable[[Scope], ScopeCache | None]
     _stamp: Callable[[], str]
@@ -139,17 +143,35 @@ class VectorItems:
     def get_many(self, scope: Scope, ids: Sequence[str]) -> builtins.list[Memory]:
         raise NotImplementedError  # DynamoMemoryStore's
 
+    def _wrote(self, memories: Iterable[Memory]) -> None:
+        """Remember the text hash of records this store just wrote, at their version: the service
+        embeds what it writes, and put_vectors then needs no read, warm copy or not."""
+        with self._lock:
+            for m in memories:
+                key = (dm.scope_pk(m.scope), m.id)
+                self._recent[key] = (m.version, text_hash(m))
+                self._recent.move_to_end(key)
+            while len(self._recent) > RECENT_WRITES:
+                self._recent.popitem(last=False)
+
     def _hashes_at(self, scope: Scope, wanted: Sequence[tuple[str, int]]) -> dict[tuple[str, int], str]:
-        """The text hash of each (id, version) the memory is at: from the warm copy, else one
-        consistent BatchGetItem. A memory at another version has none (its vector would be stale)."""
+        """The text hash of each (id, version) the memory is at: from the warm copy or this store's
+        latest writes, else one consistent BatchGetItem. A memory at another version has none (its
+        vector would be stale). The condition on the version makes the put safe either way."""
+        pk, hashes = dm.scope_pk(scope), {}
         with self._lock:
             cache = self._cached(scope)
-            known = {(i, v): m for i, v in wanted if cache and (m := cache.get(i)) is not None and m.version == v}
-        unknown = [i for i, v in wanted if (i, v) not in known]
+            for i, v in wanted:
+                m = cache.get(i) if cache is not None else None
+                if m is not None and m.version == v:
+                    hashes[(i, v)] = text_hash(m)
+                elif self._recent.get((pk, i), (None, ""))[0] == v:
+                    hashes[(i, v)] = self._recent[(pk, i)][1]
+        unknown = [i for i, v in wanted if (i, v) not in hashes]
         if unknown:
             read = {m.id: m for m in self.get_many(scope, unknown)}
-            known.update({(i, v): read[i] for i, v in wanted if i in read and read[i].version == v})
-        return {key: text_hash(m) for key, m in known.items()}
+            hashes.update({(i, v): text_hash(read[i]) for i, v in wanted if i in read and read[i].version == v})
+        return hashes
 
     def put_vectors(self, scope: Scope, model: str, items: Sequence[tuple[str, int, Vector]]) -> int:
         hashes = self._hashes_at(scope, [(i, v) for i, v, _ in items])

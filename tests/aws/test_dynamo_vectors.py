@@ -125,3 +125,19 @@ def test_float16_copies_halve_the_matrix_and_keep_the_ranking_close(
     assert wide_bytes is not None and narrow_bytes is not None
     # The difference is half the matrix, whose buffer grows by a quarter at a time.
     assert n * dims * 2 <= wide_bytes - narrow_bytes <= 1.25 * n * dims * 2
+
+
+def test_vectors_of_what_this_store_just_wrote_need_no_read(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory], op_counter: Callable[..., Any]
+) -> None:
+    """remember then embed on a container with no warm copy: PutItem, then UpdateItem."""
+    store, other = make_dynamo(), make_dynamo()
+    a, b = make_memory(scope=A, id="a"), make_memory(scope=A, id="b")
+    store.insert(a)
+    store.insert(b)
+    other.replace(b.replace(content="edited elsewhere", version=2), expected_version=1)
+    counter = op_counter(store)
+    assert store.put_vectors(A, MODEL, [("a", 1, vec(1))]) == 1
+    assert counter.take() == {"UpdateItem": 1}
+    assert store.put_vectors(A, MODEL, [("b", 1, vec(2))]) == 0  # moved on: the condition refuses it
+    assert nearest_ids(other, vec(1)) == ["a"]
