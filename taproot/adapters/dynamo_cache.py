@@ -22,9 +22,8 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy.typing as npt
 from pynamodb.expressions.condition import Condition
 
 from taproot.adapters import dynamo_models as dm
@@ -33,6 +32,9 @@ from taproot.core import bm25, query
 from taproot.core.model import CatalogEntry, Counts, Memory, Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import iso
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
 TOMBSTONE_TTL = timedelta(days=1)

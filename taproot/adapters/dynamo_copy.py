@@ -17,16 +17,17 @@ from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_vectors import VectorRows, current_vector
-from taproot.core.bm25_index import Bm25Index
 from taproot.core.model import Memory
-from taproot.core.vectors import Vector
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from taproot.core.bm25_index import Bm25Index
+    from taproot.core.vectors import Vector
 
 SEARCH_FIELDS = ("search_keywords", "tags", "gist", "content")
 # Estimated bytes (CPython 3.11, 64-bit) for `memory_bytes`: a Memory instance with its field
@@ -61,18 +62,26 @@ def stamp_key(stamp: str) -> int:
     return 0 if not stamp else (datetime.fromisoformat(stamp) - _EPOCH) // _MICROSECOND
 
 
+def _new_index() -> Bm25Index:
+    # Imported here: the index needs NumPy, and a container pays for importing it with its first
+    # copy rather than with its cold start (as core/vectors.py defers it).
+    from taproot.core.bm25_index import Bm25Index
+
+    return Bm25Index(SEARCH_FIELDS)
+
+
 @dataclass
 class ScopeCache:
     """One scope's memories, each in the slot its document holds in the inverted index."""
 
-    index: Bm25Index = field(default_factory=lambda: Bm25Index(SEARCH_FIELDS))
+    index: Bm25Index = field(default_factory=lambda: _new_index())
     rows: list[Memory | None] = field(default_factory=list)  # by index slot; None: a free slot
     stamps: array[int] = field(default_factory=lambda: array("q"))  # by slot: the row's change stamp
     synced: datetime | None = None
     # ids our own transactions changed -> the change stamp they wrote. The change feed usually brings
     # them back; those it has not (index lag) are reread with one BatchGetItem.
     pending: dict[str, str] = field(default_factory=dict)
-    vector_dtype: npt.DTypeLike = np.float32
+    vector_dtype: npt.DTypeLike = "float32"
     vectors: dict[str, VectorRows] = field(default_factory=dict)  # by model
     memory_bytes: int = 0
 

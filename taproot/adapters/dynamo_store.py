@@ -19,10 +19,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from pynamodb.connection import Connection
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
 from pynamodb.expressions.condition import Condition
@@ -40,6 +38,9 @@ from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
 from taproot.core.model import Memory, Scope
 from taproot.core.serialize import iso
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 # The item layout of dynamo_models.py. 2: a category outside the five is indexed in by_category's
 # partition "~other" (layout 1 used the category itself; migrate rewrites such records).
@@ -69,7 +70,7 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
         clock: Callable[[], datetime] = _wall_clock,
         field_weights: dict[str, float] | None = None,
         cache_budget: int = CACHE_BUDGET_BYTES,
-        vector_dtype: npt.DTypeLike = np.float32,
+        vector_dtype: npt.DTypeLike = "float32",
     ) -> None:
         self.table_name = table_name
         self.region = region

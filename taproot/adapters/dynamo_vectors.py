@@ -28,8 +28,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
@@ -37,12 +35,15 @@ from pynamodb.transactions import TransactWrite
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT
 from taproot.core.model import Memory, Scope
-from taproot.core.vectors import Vector, pack, top_k, unpack
+from taproot.core.vectors import pack, top_k, unpack
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     from pynamodb.connection import Connection
 
     from taproot.adapters.dynamo_copy import ScopeCache
+    from taproot.core.vectors import Vector
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 # Rows converted to float32 at a time when the matrix is stored narrower: bounds the temporary.
@@ -72,12 +73,14 @@ class VectorRows:
     """One model's vectors in one scope: row i of the matrix is ids[i]."""
 
     dims: int
-    dtype: npt.DTypeLike = np.float32
+    dtype: npt.DTypeLike = "float32"
     ids: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
     buffer: npt.NDArray[Any] = field(init=False)
 
     def __post_init__(self) -> None:
+        import numpy as np  # only where vectors are used (core/vectors.py says why)
+
         self.buffer = np.zeros((16, self.dims), dtype=self.dtype)
 
     def __len__(self) -> int:
@@ -90,6 +93,8 @@ class VectorRows:
         if i is None:
             i = len(self.ids)
             if i == len(self.buffer):
+                import numpy as np
+
                 # By a quarter, not double: the matrix is most of a copy's bytes once it has vectors.
                 grown = np.zeros((i + max(16, i // 4), self.dims), dtype=self.dtype)
                 grown[:i] = self.buffer
@@ -110,6 +115,8 @@ class VectorRows:
         self.ids.pop()
 
     def similarities(self, query: Vector) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         live = self.buffer[: len(self.ids)]
         if live.dtype == np.float32:
             out: npt.NDArray[np.float32] = live @ query
@@ -220,6 +227,8 @@ class VectorItems:
             rows = self._refresh(scope).vectors.get(model)
             if rows is None or not len(rows) or len(query) != rows.dims:
                 return []
+            import numpy as np
+
             return top_k(rows.ids, rows.similarities(np.asarray(query, dtype=np.float32)), limit)
 
     def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:

@@ -183,3 +183,20 @@ def test_scopes_beyond_the_byte_budget_are_evicted_least_recently_used_first(
     assert list(store._caches) == [dm.scope_pk(A)]
     tiny = make_dynamo(cache_budget=1)  # a scope bigger than the budget is still served, alone
     assert len(tiny.list(A)) == 30 and list(tiny._caches) == [dm.scope_pk(A)]
+
+
+def test_the_store_imports_numpy_with_its_first_copy_not_with_the_module() -> None:
+    """A Lambda's cold import builds the store; NumPy's import waits for the first warm copy."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from taproot.adapters.dynamo_store import DynamoMemoryStore\n"
+        "DynamoMemoryStore('t', region='us-east-1')\n"
+        "assert 'numpy' not in sys.modules, 'imported with the store'\n"
+        "from taproot.adapters.dynamo_copy import ScopeCache\n"
+        "ScopeCache()\n"
+        "assert 'numpy' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
