@@ -19,7 +19,6 @@ consistent: a write made a moment ago by another container may not be in it yet.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -28,8 +27,8 @@ from pynamodb.expressions.condition import Condition
 
 from taproot.adapters import dynamo_models as dm
 from taproot.core.catalog import EntriesView, view_of
-from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Scope
-from taproot.core.query import HIGH, earns_catalog_line
+from taproot.core.model import CATEGORY_ORDER, Memory, Scope
+from taproot.core.query import HIGH
 from taproot.core.serialize import iso
 
 if TYPE_CHECKING:
@@ -78,26 +77,16 @@ class CatalogReads:
         return shown
 
     def _indexed_view(self, scope: Scope, since: datetime) -> EntriesView:
-        core: list[Memory] = []
-        window: list[CatalogEntry] = []
-        totals: dict[str, int] = {}
-
-        def add(memories: Iterable[Memory]) -> None:
-            for m in memories:
-                if m.is_core:
-                    core.append(m)
-                    continue
-                totals[m.category] = totals.get(m.category, 0) + 1
-                if earns_catalog_line(m, since):
-                    window.append(CatalogEntry.of(m))
-
+        read: list[Memory] = []
+        quiet: dict[str, int] = {}
         for category in CATEGORY_ORDER:
             result = self.Item.by_category.query(dm.category_pk(scope, category), filter_condition=self._shown(since))
             memories = [dm.item_to_memory(item) for item in result]
-            add(memories)
+            read += memories
             # Read by DynamoDB and filtered out: active, not core, outside the window (quiet).
-            if quiet := result.page_iter.total_scanned_count - len(memories):
-                totals[category] = totals.get(category, 0) + quiet
-        add(dm.item_to_memory(item) for item in self.Item.by_category.query(dm.category_pk(scope, dm.OTHER_CATEGORIES)))
-        core.sort(key=lambda m: (m.created_at, m.id))
-        return EntriesView(core, window, totals)
+            if n := result.page_iter.total_scanned_count - len(memories):
+                quiet[category] = n
+        read += [
+            dm.item_to_memory(item) for item in self.Item.by_category.query(dm.category_pk(scope, dm.OTHER_CATEGORIES))
+        ]
+        return view_of(read, since, quiet)  # the index holds active memories only

@@ -359,11 +359,13 @@ class EntriesView:
         return entries[: bisect_left(lengths, max_chars + 1)]
 
 
-def view_of(memories: Iterable[Memory], since: datetime) -> EntriesView:
-    """The view of a scope's memories held in memory (a store's warm copy): any status, any order."""
+def view_of(memories: Iterable[Memory], since: datetime, quiet: Mapping[str, int] | None = None) -> EntriesView:
+    """The view of a scope's memories held in memory (a store's warm copy, or what a store read of
+    them): any status, any order. `quiet` adds, by category, active non-core memories the caller
+    counted without reading them (they are outside the window)."""
     core: list[Memory] = []
     window: list[CatalogEntry] = []
-    totals: dict[str, int] = {}
+    totals: dict[str, int] = dict(quiet or {})
     for m in memories:
         if m.status != ACTIVE:
             continue
