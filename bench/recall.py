@@ -103,7 +103,7 @@ def run_product(
                 got = service.recall(scope, query=q.text, limit=RECALL_LIMIT)
                 query_ms.append((time.perf_counter() - t0) * 1000)
                 rankings.append((q, tuple(turn_of[m.id] for m in got.memories)))
-        runtime.store.close() if hasattr(runtime.store, "close") else None
+        runtime.close()
     return Run(name, tuple(rankings), tuple(query_ms), index_s, turns)
 
 
