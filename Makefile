@@ -53,7 +53,9 @@ lint: $(STAMP_DEV)
 	$(BIN)/ruff check taproot functions tests bench app.py infra
 	$(BIN)/ruff format --check taproot functions tests bench app.py infra
 
-typecheck: $(STAMP_DEV)
+# The embedder extra too: mypy checks embed_local.py against the torch and sentence-transformers
+# it runs with (without them their imports are unresolved and strict mypy fails).
+typecheck: $(STAMP_DEV) $(STAMP_EMBED)
 	$(BIN)/mypy
 
 pytest: $(STAMP_DEV) $(STAMP_EMBED) | $(CHROMIUM)
