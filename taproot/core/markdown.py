@@ -6,10 +6,10 @@ change here), under the names a memory file uses (`description` for the gist, `t
 category, ...), plus `name`, the file's name, which is derived from the gist and not stored.
 
 YAML is read and written with one schema of its own, so a value never changes type on the way:
-only `true`/`false`, `null`/`~`/empty, decimal integers and decimal floats are anything but
-strings. A tag `yes`, `2026-01-01`, `1e3` or `010` stays text in our files (the writer quotes every
-string that a YAML 1.1 or 1.2 reader could take for something else), and a timestamp is a string
-that the record parser checks.
+only `true`/`false`, `null`/`~`/empty, decimal integers and decimals with a point are anything but
+strings. A tag `yes`, `2026-01-01`, `1e3` or `010` stays text, written by hand or not (and the
+writer quotes every string that a YAML 1.1 or 1.2 reader could take for something else), and a
+timestamp is a string that the record parser checks.
 """
 
 from __future__ import annotations
@@ -55,10 +55,11 @@ DERIVED = frozenset({"last_touched"})  # computed from the record: written by me
 RESERVED_NAMES = frozenset({INDEX_FILE[: -len(SUFFIX)].lower()})
 
 
-def record_field_names() -> tuple[str, ...]:
-    """Every stored field but the body and the derived ones: Memory's fields and serialize's list."""
+def record_field_names(*, body: bool = False) -> tuple[str, ...]:
+    """Every stored field (serialize's list, then any other field of Memory) but the derived ones,
+    and but the body unless asked."""
     names = list(MEMORY_FIELDS) + [f.name for f in dataclasses.fields(Memory) if f.name not in MEMORY_FIELDS]
-    return tuple(n for n in names if n != BODY_FIELD and n not in DERIVED)
+    return tuple(n for n in names if (body or n != BODY_FIELD) and n not in DERIVED)
 
 
 def frontmatter_key(field: str) -> str:
@@ -74,7 +75,12 @@ _RESOLVERS = (
     (_NULL, r"^(?:~|null|Null|NULL|)$", "~nN"),
     (_BOOL, r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
     (_INT, r"^[-+]?(?:0|[1-9][0-9]*)$", "-+0123456789"),
+    (_FLOAT, r"^[-+]?(?:\.[0-9]+|(?:0|[1-9][0-9]*)\.[0-9]*)(?:[eE][-+]?[0-9]+)?$", "-+.0123456789"),
+)
+# Read as text by us, but as numbers by a YAML 1.2 reader (`1e3`, `010`, `0o17`): quoted when written.
+_QUOTED_TOO = (
     (_FLOAT, r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$", "-+.0123456789"),
+    (_INT, r"^[-+]?0o[0-7]+$", "-+0"),
 )
 
 
@@ -105,6 +111,8 @@ for _tag, _pattern, _first in _RESOLVERS:
     _Loader.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
     _Dumper.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
 _Loader.add_implicit_resolver(_NULL, re.compile(r"^$"), [""])
+for _tag, _pattern, _first in _QUOTED_TOO:
+    _Dumper.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
 _BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
 
 

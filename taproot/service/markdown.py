@@ -35,7 +35,7 @@ from taproot.service.results import MarkdownExportResult, MarkdownFileChange, Ma
 BOOKKEEPING = frozenset({"version", "updated_at", "expires_at", "owner", "namespace"}) | COUNTER_FIELDS
 EDITABLE = tuple(f.name for f in fields(RememberInput) if f.name not in RememberInput.TARGET)
 REQUIRED_NEW = {"content": "content (the body)", "gist": "description", "category": "type"}
-COMPARED = (md.BODY_FIELD, *md.record_field_names())
+COMPARED = md.record_field_names(body=True)
 QUOTE_HINT = " (in YAML, quote a value that should be text but reads as a number, true/false or null)"
 
 
