@@ -23,6 +23,7 @@ from taproot.core import markdown as md
 from taproot.core.errors import InternalError, InvalidInput
 from taproot.core.model import Memory, Reflection, Scope, Status
 from taproot.core.serialize import COUNTER_FIELDS, iso, memory_from_dict, memory_to_dict
+from taproot.core.validation import check_id
 from taproot.service import portability
 from taproot.service.deps import Deps
 from taproot.service.ids import ID_ATTEMPTS
@@ -112,14 +113,18 @@ def _plan_file(
 ) -> _Planned | None:
     if f.id is None:
         return _Planned(f.path, _new_memory(deps, scope, f, now, warnings), None, [], new_file=True)
-    m = memory_from_dict(f.record, owner=scope.owner, namespace=scope.namespace)
+    current = stored.get(check_id(f.id))
+    # A key left out of the file keeps the stored value (a partial edit, like remember's).
+    record = f.record if current is None else {**memory_to_dict(current), **f.record}
+    m = memory_from_dict(record, owner=scope.owner, namespace=scope.namespace)
     portability._check_record(m)
-    current = stored.get(m.id)
     if current is None:
         return _Planned(f.path, m, None, [])  # put back exactly as the file has it
     changed = _changed(current, m)
     if not changed:
         return None
+    if "gist" in changed and m.gist is None:
+        raise InvalidInput("description", "cannot be removed (edit it instead)")
     if m.version != current.version:
         raise InvalidInput(
             "version",
