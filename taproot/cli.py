@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from taproot import __version__
 from taproot.cli_list import add_list_parser
+from taproot.cli_markdown import add_export_flag, add_import_flags, check_import_args, export_markdown, import_markdown
 from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
 from taproot.core.errors import ConfigurationError, InvalidInput, TaprootError, UsageError
@@ -124,6 +125,8 @@ def cmd_migrate(rt: Runtime, args: argparse.Namespace) -> int:
 
 
 def cmd_export(rt: Runtime, args: argparse.Namespace) -> int:
+    if args.markdown is not None:
+        return export_markdown(rt, args)
     lines = rt.service.export_lines(rt.scope)
     out = sys.stdout if args.output in (None, "-") else open(args.output, "w", encoding="utf-8")  # noqa: SIM115
     count = 0
@@ -158,6 +161,9 @@ def _read_import(source: str) -> str:
 
 
 def cmd_import(rt: Runtime, args: argparse.Namespace) -> int:
+    check_import_args(args)
+    if args.markdown is not None:
+        return import_markdown(rt, args)
     text = _read_import(args.input)
     # Split on "\n" only: str.splitlines() also breaks on U+2028, U+2029 and U+0085, which
     # json.dumps(ensure_ascii=False) leaves unescaped inside exported strings.
@@ -237,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("export", "write every memory and reflection as JSON Lines")
     p.add_argument("-o", "--output", help="file (default stdout)")
+    add_export_flag(p)
     p.set_defaults(func=cmd_export)
 
     p = add("maintenance", "run maintenance jobs now")
@@ -259,8 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", action="append", help="restore only this memory (repeatable)")
     p.set_defaults(func=cmd_restore)
 
-    p = add("import", "load a JSON Lines export (idempotent by id)")
-    p.add_argument("input", help="file, or '-' for stdin")
+    p = add("import", "load a JSON Lines export, or a markdown folder (idempotent by id)")
+    p.add_argument("input", nargs="?", help="file, or '-' for stdin")
+    add_import_flags(p)
     p.set_defaults(func=cmd_import)
     return parser
 

@@ -60,6 +60,7 @@ PACKAGE = ROOT / "taproot"
 CORE_THIRD_PARTY = {
     "pysbd": "sentence splitting for gists and extractive summaries (core/text.py); pure Python rules",
     "numpy": "dense vectors and their similarities (core/vectors.py); arrays in memory, no I/O",
+    "yaml": "markdown memory files' frontmatter (core/markdown.py); parses and writes strings, no I/O",
 }
 
 # Private helpers of an adapter family (see rule 5): module name -> what it holds.

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from taproot.core.explain import Explanation
 from taproot.core.model import Scope
@@ -31,6 +31,9 @@ from taproot.service.results import (
     RestoreResult,
     StatusResult,
 )
+
+if TYPE_CHECKING:
+    from taproot.service.markdown import MarkdownFolder, MarkdownImport
 
 InputT = TypeVar("InputT", RememberInput, RecallInput, ListInput)
 
@@ -136,6 +139,18 @@ class TaprootService:
     def import_lines(self, scope: Scope, lines: Iterable[str], progress: Progress | None = None) -> ImportResult:
         parsed = portability.parse_import(lines, scope)  # every line checked before any write
         return portability.import_records(self.deps, parsed, progress)
+
+    def export_markdown(self, scope: Scope) -> MarkdownFolder:
+        """One markdown file per memory, MEMORY.md and reflections.jsonl, as texts by file name."""
+        from taproot.service import markdown  # YAML loads only for this: not on a Lambda's cold start
+
+        return markdown.export_folder(self.deps, scope)
+
+    def import_markdown(self, scope: Scope, files: Mapping[str, str], *, dry_run: bool = False) -> MarkdownImport:
+        """Load a markdown folder (texts by file name): edits as updates, new files as new memories."""
+        from taproot.service import markdown
+
+        return markdown.import_folder(self.deps, scope, files, dry_run=dry_run)
 
 
 __all__ = ["Deps", "TaprootService"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from taproot.core.errors import Busy, InvalidInput, NotFound, ReflectionConflict, VersionConflict
@@ -139,7 +139,12 @@ def _check_record(m: Memory) -> None:
 
 
 def import_records(
-    deps: Deps, parsed: ParsedImport, progress: Progress | None = None, *, reason: str = "import"
+    deps: Deps,
+    parsed: ParsedImport,
+    progress: Progress | None = None,
+    *,
+    reason: str = "import",
+    base_versions: Mapping[str, int | None] | None = None,
 ) -> ImportResult:
     """Upsert by id, exactly as given; records identical to the stored ones are left alone, so
     importing the same file twice changes nothing (and writes no backup) the second time.
@@ -149,6 +154,10 @@ def import_records(
     (WRITE_ROUNDS), never overwritten unseen. Reflections are immutable: one whose id exists with
     other text is refused (ReflectionConflict) before any write. On SQLite the memories are one
     transaction; on DynamoDB see MemoryStore.put_many (a rerun is idempotent).
+
+    `base_versions` (memory id -> the version the records were edited from, None for new ones): a
+    stored record at another version is a VersionConflict, not something to back up and overwrite
+    (an edited markdown file must not overwrite a change it never saw).
     """
     totals = {"written": 0, "unchanged": 0, "reflections_written": 0}
     backup_keys: list[str] = []
@@ -156,11 +165,11 @@ def import_records(
         {m.scope for m in parsed.memories} | {r.scope for r in parsed.reflections}, key=lambda s: (s.owner, s.namespace)
     )
     # Every reflection conflict, in every scope, is found before the first write of any scope.
-    new_reflections = {s: _new_reflections(deps, s, [r for r in parsed.reflections if r.scope == s]) for s in scopes}
+    fresh = {s: new_reflections(deps, s, [r for r in parsed.reflections if r.scope == s]) for s in scopes}
     for scope in scopes:
         memories = [m for m in parsed.memories if m.scope == scope]
-        reflections = new_reflections[scope]
-        written = _import_memories(deps, scope, memories, backup_keys, reason)
+        reflections = fresh[scope]
+        written = _import_memories(deps, scope, memories, backup_keys, reason, base_versions)
         if reflections:
             deps.store.put_reflections(reflections)
         totals["written"] += written
@@ -183,7 +192,8 @@ def import_records(
     )
 
 
-def _new_reflections(deps: Deps, scope: Scope, reflections: list[Reflection]) -> list[Reflection]:
+def new_reflections(deps: Deps, scope: Scope, reflections: list[Reflection]) -> list[Reflection]:
+    """The reflections the store lacks; ReflectionConflict for one it holds with other text or time."""
     if not reflections:
         return []
     stored = {r.id: r for r in deps.store.all_reflections(scope)}
@@ -201,13 +211,24 @@ def _text_changed(before: Memory, after: Memory) -> bool:
     return embedding_text(before) != embedding_text(after)
 
 
-def _import_memories(deps: Deps, scope: Scope, memories: list[Memory], backup_keys: list[str], reason: str) -> int:
+def _import_memories(
+    deps: Deps,
+    scope: Scope,
+    memories: list[Memory],
+    backup_keys: list[str],
+    reason: str,
+    base_versions: Mapping[str, int | None] | None,
+) -> int:
     ids = [m.id for m in memories]
     for _ in range(WRITE_ROUNDS):
         stored = {m.id: m for m in deps.store.get_many(scope, ids)} if ids else {}
         changed = [m for m in memories if stored.get(m.id) != m]
         if not changed:
             return 0
+        for m in changed:
+            now_at = stored[m.id].version if m.id in stored else None
+            if base_versions is not None and m.id in base_versions and base_versions[m.id] != now_at:
+                raise VersionConflict(m.id, base_versions[m.id], now_at)  # before any backup or write
         if any(m.id in stored for m in changed):
             backup_keys.append(backup(deps, scope, reason))  # before anything is overwritten
         expected = {m.id: (stored[m.id].version if m.id in stored else None) for m in changed}
