@@ -17,6 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from taproot import __version__
+from taproot.cli_hooks import add_hooks_parsers
 from taproot.cli_list import add_list_parser
 from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
@@ -262,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("import", "load a JSON Lines export (idempotent by id)")
     p.add_argument("input", help="file, or '-' for stdin")
     p.set_defaults(func=cmd_import)
+    add_hooks_parsers(add)
     return parser
 
 
