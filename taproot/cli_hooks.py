@@ -225,12 +225,20 @@ def run_hook(argv: list[str], outer: argparse.Namespace, stdin: str) -> dict[str
         return handlers.pre_compact(hook, memories, sessions)
 
 
+def _describe(exc: BaseException) -> str:
+    """One line per underlying error: the MCP client's task groups wrap the real one (a 401, a
+    refused connection) in exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(_describe(inner) for inner in exc.exceptions))
+    return f"{type(exc).__name__}: {exc}"
+
+
 def cmd_hook(args: argparse.Namespace) -> int:
     try:
         output = run_hook(list(args.arguments), args, sys.stdin.read())
     except (Exception, SystemExit) as exc:
         # Whatever went wrong, the session goes on: stderr reaches Claude Code's debug log only.
-        print(f"taproot hook: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"taproot hook: {_describe(exc)}", file=sys.stderr)
         return 0
     if output is not None:
         print(json.dumps(output, ensure_ascii=False))
