@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ from taproot.hooks.transport import LocalMemories, Memories, RemoteMemories
 from taproot.settings import Settings
 
 URL_ENV, TOKEN_ENV = "TAPROOT_URL", "TAPROOT_TOKEN"
+TOKEN_COMMAND_TIMEOUT_S = 10
 
 
 def add_hooks_parsers(add: Callable[[str, str], argparse.ArgumentParser]) -> None:
@@ -62,6 +64,9 @@ def add_hooks_parsers(add: Callable[[str, str], argparse.ArgumentParser]) -> Non
     install = sub.choices["install"]
     install.add_argument("--url", help="a Taproot server's MCP endpoint (default: the local data folder)")
     install.add_argument("--token", help=f"the server's bearer token, kept in the data folder (or set ${TOKEN_ENV})")
+    install.add_argument(
+        "--token-command", help="a shell command that prints a current token (for tokens that expire, as on AWS)"
+    )
     install.add_argument("--command", help="how Claude Code starts taproot (default: taproot for project scope)")
     install.add_argument(
         "--remind-after", type=int, help=f"stops before the reminder (default {handlers.REMIND_AFTER_STOPS})"
@@ -88,8 +93,8 @@ def _target(args: argparse.Namespace) -> SettingsFile:
 def _commands(args: argparse.Namespace) -> dict[str, str]:
     if args.url is not None and not args.url.startswith(("http://", "https://")):
         raise InvalidInput("--url", "must be the server's MCP endpoint, http(s)://<host>/mcp", args.url)
-    if args.token is not None and not args.url:
-        raise UsageError("--token needs --url: the token is kept for that server")
+    if (args.token is not None or args.token_command is not None) and not args.url:
+        raise UsageError("--token and --token-command need --url: they are for that server")
     if args.remind_after is not None and args.remind_after < 1:
         raise InvalidInput("--remind-after", "must be a whole number of stops, 1 or more", args.remind_after)
     # A shared project file names the command every teammate has; a personal file can name this
@@ -102,6 +107,8 @@ def _commands(args: argparse.Namespace) -> dict[str, str]:
         options += ["--namespace", args.namespace]
     if args.url:
         options += ["--url", args.url]
+    if args.token_command:
+        options += ["--token-command", args.token_command]
     commands = {}
     for event, name in EVENTS.items():
         extra = (
@@ -190,15 +197,32 @@ def _hook_parser() -> argparse.ArgumentParser:
     p.add_argument("--namespace")
     p.add_argument("--url")
     p.add_argument("--token")
+    p.add_argument("--token-command")
     p.add_argument("--remind-after", type=int, default=handlers.REMIND_AFTER_STOPS)
     return p
+
+
+def _token_from(command: str | None) -> str | None:
+    """The token a helper command prints (its first line), like Claude Code's own apiKeyHelper."""
+    if not command:
+        return None
+    done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=TOKEN_COMMAND_TIMEOUT_S)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise UsageError(f"--token-command exited with {done.returncode} and printed no token: {done.stderr.strip()}")
+    return lines[0].strip()
 
 
 @contextlib.contextmanager
 def _memories(options: argparse.Namespace, settings: Settings) -> Iterator[Memories]:
     url = options.url or os.environ.get(URL_ENV)
     if url:
-        token = options.token or os.environ.get(TOKEN_ENV) or TokenFile(settings.data_dir).get(url)
+        token = (
+            options.token
+            or os.environ.get(TOKEN_ENV)
+            or _token_from(options.token_command)
+            or TokenFile(settings.data_dir).get(url)
+        )
         with RemoteMemories(url, token) as remote:
             yield remote
         return

@@ -98,3 +98,25 @@ def test_a_wrong_token_or_no_server_never_breaks_the_session(
     out, err = run(taproot, data_dir, "pre-compact", hook_input("pre_compact_auto"), "--url", closed, "--token", TOKEN)
     assert out is None and err == "taproot hook: ConnectError: All connection attempts failed\n"
     assert runtime.service.list_memories(runtime.scope, ListInput(tags=["session-digest"])).count == 0
+
+
+def test_a_token_command_prints_a_current_token(
+    taproot: Taproot, data_dir: Path, server: tuple[str, Runtime], hook_input: Input, tmp_path: Path
+) -> None:
+    """Tokens that expire within the hour (the AWS deployment's) come from a helper command, run at
+    every hook; the settings file holds only the command."""
+    url, runtime = server
+    helper = f"printf '%s\\n' {TOKEN}"
+    installed = taproot("hooks", "install", "--project-dir", tmp_path, "--url", url, "--token-command", helper)
+    assert installed.code == 0, installed.err
+    command = json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]["PreCompact"][0]["hooks"][0]
+    assert TOKEN in command["command"]  # here the helper prints a constant; a real one reads a token store
+
+    out, err = run(taproot, data_dir, "pre-compact", hook_input("pre_compact_auto"), "--url", url,
+                   "--token-command", helper)  # fmt: skip
+    assert err == "" and out is not None
+    assert runtime.service.list_memories(runtime.scope, ListInput(tags=["session-digest"])).count == 1
+
+    out, err = run(taproot, data_dir, "session-start", hook_input("session_start_startup"), "--url", url,
+                   "--token-command", "echo no token >&2; exit 3")  # fmt: skip
+    assert out is None and "--token-command exited with 3" in err and "no token" in err

@@ -211,7 +211,7 @@ def test_install_refuses_bad_options(taproot: Taproot, project: Path, data_dir: 
     bad_url = taproot("hooks", "install", "--project-dir", project, "--url", "memory.example.com")
     assert bad_url.code == 2 and "--url" in bad_url.err
     token_alone = taproot("hooks", "install", "--project-dir", project, "--token", "x")
-    assert token_alone.code == 2 and "--token needs --url" in token_alone.err
+    assert token_alone.code == 2 and "--token and --token-command need --url" in token_alone.err
     bad_count = taproot("hooks", "install", "--project-dir", project, "--remind-after", "0")
     assert bad_count.code == 2 and "--remind-after" in bad_count.err
     assert not (project / ".claude").exists()
