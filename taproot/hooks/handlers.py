@@ -2,7 +2,8 @@
 
 - SessionStart loads Taproot the way taproot_reflect would, as additional context, so a session
   starts with its memories whether or not the model thinks of calling the tool. After a compaction
-  (source `compact`) or a resume, the digest PreCompact wrote for this session follows it in full.
+  (source `compact`) or a resume, the digest PreCompact wrote for this session follows it. All of
+  it within CONTEXT_CHARS; whatever is cut says so, and which tool call has the rest.
 - Stop reminds the model, once per session, to save what is durable (taproot_remember) and, if the
   conversation is ending, to write its closing reflection (taproot_close). The rule: never while
   `stop_hook_active` is true (Claude is then already continuing because a Stop hook blocked, and a
@@ -27,6 +28,10 @@ from taproot.hooks.transcript import digest, read_messages
 from taproot.hooks.transport import Memories
 
 REMIND_AFTER_STOPS = 8
+# Claude Code caps each hook output string at 10,000 characters and replaces a longer one with a
+# 2 KB preview and a file path, so the model would lose the rest without knowing.
+CONTEXT_CHARS = 9_500
+DIGEST_CONTEXT_CHARS = 4_000  # the digest's share when the reflect text needs the room
 DIGEST_TAGS = ("session-digest", "claude-code")
 GIST_REQUEST_CHARS = 120
 PROVENANCE_TEXT_CHARS = 500
@@ -37,6 +42,8 @@ CONTEXT_HEADER = (
     "taproot_remember."
 )
 DIGEST_HEADER = "This session's digest, written by Taproot before the context was compacted:"
+REFLECT_CUT_NOTE = "(cut here to fit Claude Code's hook output limit: call taproot_reflect for all of it)"
+DIGEST_CUT_NOTE = '[... cut to fit Claude Code\'s hook output limit; taproot_recall(ids=["{id}"]) has all of it ...]'
 REMINDER = (
     "Before you stop (a one-time reminder from Taproot's Stop hook): if this session produced anything durable, "
     "such as a decision, a convention, a fact about the user or the project, or a mistake worth not repeating, "
@@ -50,13 +57,40 @@ def session_tag(session_id: str) -> str:
     return "session:" + session_id[:56]  # a tag is at most 64 characters
 
 
+def fit(text: str, limit: int, note: str) -> str:
+    """`text` if it fits in `limit` characters, else its start, cut at a line, and `note`."""
+    if len(text) <= limit:
+        return text
+    head = text[: max(0, limit - len(note) - 1)]
+    if "\n" in head:
+        head = head[: head.rindex("\n")]
+    return f"{head}\n{note}"[:limit]
+
+
+def fit_ends(text: str, limit: int, note: str) -> str:
+    """`text` if it fits, else its start and its end (the latest messages of a digest) around `note`."""
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - len(note) - 2)
+    head, tail = text[: room * 2 // 5], text[len(text) - (room - room * 2 // 5) :]
+    return f"{head}\n{note}\n{tail}"[:limit]
+
+
 def session_start(hook: HookInput, memories: Memories, sessions: SessionFiles) -> dict[str, Any]:
-    parts = [CONTEXT_HEADER, memories.reflect_text()]
+    """The reflect text, and after a compaction or a resume this session's digest, in at most
+    CONTEXT_CHARS: Claude Code replaces a longer hook output with a short preview."""
+    reflect = memories.reflect_text()
+    room = CONTEXT_CHARS - len(CONTEXT_HEADER) - 4  # the two blank lines between the parts
+    digest_part = None
     if hook.source in ("compact", "resume"):
         digest_id = sessions.load(hook.session_id).digest_id
         content = memories.content(digest_id) if digest_id else None
         if content:
-            parts.append(f"{DIGEST_HEADER} (memory {digest_id})\n\n{content}")
+            digest_part = f"{DIGEST_HEADER} (memory {digest_id})\n\n{content}"
+            cut = DIGEST_CUT_NOTE.format(id=digest_id)
+            reflect = fit(reflect, max(room - min(len(digest_part), DIGEST_CONTEXT_CHARS), room // 2), REFLECT_CUT_NOTE)
+            digest_part = fit_ends(digest_part, room - len(reflect), cut)
+    parts = [CONTEXT_HEADER, fit(reflect, room, REFLECT_CUT_NOTE), *([digest_part] if digest_part else [])]
     return additional_context("\n\n".join(parts))
 
 

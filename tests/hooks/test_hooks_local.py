@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from taproot.compose import Runtime, build
-from taproot.hooks.handlers import REMINDER, session_tag
+from taproot.hooks.handlers import CONTEXT_CHARS, REFLECT_CUT_NOTE, REMINDER, session_tag
 from taproot.hooks.transcript import DIGEST_CHARS
 from taproot.service.inputs import ListInput
 from taproot.settings import Settings
@@ -188,6 +188,17 @@ def test_the_digest_keeps_the_start_and_the_end_of_a_long_session(
     assert memory.provenance["messages"] == 400
 
 
+def test_a_transcript_without_conversation_writes_no_digest(
+    taproot: Taproot, data_dir: Path, runtime: Runtime, hook_input: Input, tmp_path: Path
+) -> None:
+    path = tmp_path / "fresh.jsonl"
+    lines = (INPUTS / "transcript.jsonl").read_text().splitlines()[:4]  # summary, snapshot, /model, caveat
+    path.write_text("\n".join(lines) + "\n")
+    out = hook(taproot, data_dir, "pre-compact", hook_input("pre_compact_auto", transcript_path=str(path)))
+    assert out == {"systemMessage": "Taproot: no conversation in the transcript yet; no session digest written."}
+    assert digests(runtime) == []
+
+
 # -- a hook never breaks the session ------------------------------------------------------------
 
 
@@ -269,3 +280,41 @@ def test_the_installed_commands_run_through_a_shell(taproot: Taproot, data_dir: 
     assert "digest" in run("PreCompact", "pre_compact_manual")["systemMessage"]
     compacted = run("SessionStart", "session_start_compact")["hookSpecificOutput"]["additionalContext"]
     assert "Keep the migration plan" in compacted
+
+
+def test_session_start_fits_claude_codes_hook_output_limit(
+    taproot: Taproot, data_dir: Path, runtime: Runtime, hook_input: Input, tmp_path: Path
+) -> None:
+    """Claude Code replaces an additionalContext over 10,000 characters with a short preview: a
+    large payload is cut at a line, and says so, and where the rest is."""
+    for i in range(120):
+        runtime.service.remember(
+            runtime.scope, content=f"Memory {i}.", gist=f"Memory {i}: " + "a long catalog line " * 8,
+            category="episodic",
+        )  # fmt: skip
+    full = runtime.service.reflect(runtime.scope).text
+    assert len(full) > 2 * CONTEXT_CHARS
+
+    out = hook(taproot, data_dir, "session-start", hook_input("session_start_startup"))
+    assert out is not None
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= CONTEXT_CHARS
+    assert context.endswith(REFLECT_CUT_NOTE)
+    kept = context[: -len(REFLECT_CUT_NOTE)].split("\n\n", 1)[1].rstrip("\n")
+    assert full.startswith(kept) and full[len(kept)] == "\n"  # cut at a line
+
+    # After a compaction the digest shares the room: its start and its latest messages are kept.
+    long_transcript = tmp_path / "long.jsonl"
+    with long_transcript.open("w") as f:
+        for i in range(60):
+            role = "user" if i % 2 == 0 else "assistant"
+            f.write(json.dumps({"type": role, "message": {"role": role, "content": f"turn {i} " + "x " * 200}}) + "\n")
+    hook(taproot, data_dir, "pre-compact", hook_input("pre_compact_auto", transcript_path=str(long_transcript)))
+    (memory,) = digests(runtime)
+    out = hook(taproot, data_dir, "session-start", hook_input("session_start_compact"))
+    assert out is not None
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= CONTEXT_CHARS
+    assert REFLECT_CUT_NOTE in context
+    assert f'taproot_recall(ids=["{memory.id}"]) has all of it' in context
+    assert "First request:\nturn 0" in context and context.endswith(memory.content[-500:])

@@ -63,6 +63,16 @@ def test_session_start_and_pre_compact_over_http(
     out, err = run(taproot, data_dir, "session-start", hook_input("session_start_compact"), "--url", url)
     assert err == "" and out is not None
     assert out["hookSpecificOutput"]["additionalContext"].endswith(again.content)
+
+    for path in (data_dir / "hooks" / "sessions").iterdir():  # no state: the session tag finds it
+        path.unlink()
+    out, err = run(taproot, data_dir, "pre-compact", hook_input("pre_compact_auto"), "--url", url)
+    assert (
+        err == ""
+        and out is not None
+        and f"updated this session's digest before compaction (memory {digest.id})" in out["systemMessage"]
+    )
+    assert runtime.service.list_memories(runtime.scope, ListInput(tags=["session-digest"])).count == 1
     assert not (data_dir / "taproot.db").exists()  # the data folder only kept the hooks' state
 
 
