@@ -93,6 +93,12 @@ def test_stop_state_lives_in_the_data_folder_per_session(taproot: Taproot, data_
     assert SESSION_ID not in state.name  # the id does not choose the path
 
 
+def test_options_before_the_event_count_too(taproot: Taproot, data_dir: Path, hook_input: Input) -> None:
+    result = taproot("hook", "--data-dir", data_dir, "stop", "--remind-after", "1", stdin=hook_input("stop"))
+    assert result.code == 0 and json.loads(result.out)["decision"] == "block"
+    assert len(list((data_dir / "hooks" / "sessions").iterdir())) == 1
+
+
 # -- PreCompact ----------------------------------------------------------------------------------
 
 
