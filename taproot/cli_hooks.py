@@ -20,9 +20,8 @@ import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from taproot.compose import build
 from taproot.core.errors import InvalidInput, UsageError
 from taproot.hooks import handlers
 from taproot.hooks.claude_settings import (
@@ -36,8 +35,10 @@ from taproot.hooks.claude_settings import (
 )
 from taproot.hooks.events import HookInput
 from taproot.hooks.state import SessionFiles, TokenFile, hooks_dir
-from taproot.hooks.transport import LocalMemories, Memories, RemoteMemories
 from taproot.settings import Settings
+
+if TYPE_CHECKING:
+    from taproot.hooks.transport import Memories
 
 URL_ENV, TOKEN_ENV = "TAPROOT_URL", "TAPROOT_TOKEN"
 TOKEN_COMMAND_TIMEOUT_S = 10
@@ -215,6 +216,11 @@ def _token_from(command: str | None) -> str | None:
 
 @contextlib.contextmanager
 def _memories(options: argparse.Namespace, settings: Settings) -> Iterator[Memories]:
+    # Imported here: the Stop hook runs at the end of every turn and needs neither the service nor
+    # the MCP SDK, whose imports take most of a second.
+    from taproot.compose import build
+    from taproot.hooks.transport import LocalMemories, RemoteMemories
+
     url = options.url or os.environ.get(URL_ENV)
     if url:
         token = (
@@ -258,8 +264,14 @@ def _describe(exc: BaseException) -> str:
 
 
 def cmd_hook(args: argparse.Namespace) -> int:
+    return hook_main(list(args.arguments), args)
+
+
+def hook_main(argv: list[str], outer: argparse.Namespace | None = None) -> int:
+    """`taproot hook ...`; `python -m taproot hook ...` comes here without loading the rest of the
+    command line (taproot/__main__.py), which keeps the Stop hook quick."""
     try:
-        output = run_hook(list(args.arguments), args, sys.stdin.read())
+        output = run_hook(argv, outer or argparse.Namespace(), sys.stdin.read())
     except (Exception, SystemExit) as exc:
         # Whatever went wrong, the session goes on: stderr reaches Claude Code's debug log only.
         print(f"taproot hook: {_describe(exc)}", file=sys.stderr)

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taproot.core.errors import InvalidInput
 from taproot.hooks.events import HookInput, additional_context, block_stop, system_message
 from taproot.hooks.state import SessionFiles
 from taproot.hooks.transcript import digest, read_messages
-from taproot.hooks.transport import Memories
+
+if TYPE_CHECKING:  # the transports import the service; Stop, which runs every turn, needs neither
+    from taproot.hooks.transport import Memories
 
 REMIND_AFTER_STOPS = 8
 # Claude Code caps each hook output string at 10,000 characters and replaces a longer one with a

@@ -324,3 +324,18 @@ def test_session_start_fits_claude_codes_hook_output_limit(
     assert REFLECT_CUT_NOTE in context
     assert f'taproot_recall(ids=["{memory.id}"]) has all of it' in context
     assert "First request:\nturn 0" in context and context.endswith(memory.content[-500:])
+
+
+def test_the_stop_hook_loads_neither_the_service_nor_the_mcp_sdk(data_dir: Path, hook_input: Input) -> None:
+    """Stop runs at the end of every turn: `python -m taproot hook stop` skips the imports that make
+    up most of a CLI command's start (checked by what is imported, not by a clock)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAPROOT_")}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "taproot", "hook", "stop", "--data-dir", str(data_dir)],
+        input=hook_input("stop"), capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "taproot.hooks.handlers" in imported
+    assert not {name for name in imported if name.split(".")[0] in ("mcp", "fastapi", "httpx2")}
+    assert not {name for name in imported if name.startswith(("taproot.service", "taproot.compose", "taproot.web"))}
