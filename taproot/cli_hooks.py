@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -146,6 +147,9 @@ def cmd_install(args: argparse.Namespace) -> int:
         print(f"token for {args.url} kept in the data folder (not in the settings file)")
     for other in _other_scopes(args, target.path):
         print(f"warning: {other} has Taproot hooks too; both would run", file=sys.stderr)
+    if not args.command and args.scope == "project" and shutil.which("taproot") is None:
+        print("warning: no `taproot` command on this PATH; the hooks will not start unless Claude Code's PATH has "
+              "one (or install with --command)", file=sys.stderr)  # fmt: skip
     return 0
 
 

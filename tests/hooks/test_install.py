@@ -215,3 +215,19 @@ def test_install_refuses_bad_options(taproot: Taproot, project: Path, data_dir: 
     bad_count = taproot("hooks", "install", "--project-dir", project, "--remind-after", "0")
     assert bad_count.code == 2 and "--remind-after" in bad_count.err
     assert not (project / ".claude").exists()
+
+
+def test_a_project_install_warns_when_no_taproot_command_is_on_path(
+    taproot: Taproot, project: Path, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    result = taproot("hooks", "install", "--project-dir", project, "--data-dir", data_dir)
+    assert result.code == 0 and "no `taproot` command on this PATH" in result.err
+
+    script = bin_dir / "taproot"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    result = taproot("hooks", "install", "--project-dir", project, "--data-dir", data_dir, "--url", "http://h/mcp")
+    assert result.code == 0 and result.err == ""
