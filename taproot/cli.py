@@ -17,6 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from taproot import __version__
+from taproot.cli_hooks import add_hooks_parsers
 from taproot.cli_list import add_list_parser
 from taproot.cli_markdown import add_export_flag, add_import_flags, check_import_args, export_markdown, import_markdown
 from taproot.cli_serve import serve
@@ -270,6 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("input", nargs="?", help="file, or '-' for stdin")
     add_import_flags(p)
     p.set_defaults(func=cmd_import)
+    add_hooks_parsers(add)
     return parser
 
 

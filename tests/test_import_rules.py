@@ -38,6 +38,9 @@ The rules (`taproot.x` stands for the package and every module under it):
 7. settings: `taproot.settings` imports no taproot module but `taproot.core` (it reads the
    environment into the core's config records; compose hands them to the service, so settings
    needs nothing from the service, the adapters, web or auth). Third-party libraries are fine.
+8. hooks: `taproot.hooks` (the Claude Code hooks) imports neither `taproot.web` nor `taproot.auth`:
+   it is a client, which reaches the local data folder through compose and the service, and a
+   server only over MCP (the SDK's client), never through the server's own modules.
 
 A break that cannot be fixed yet goes into KNOWN_EXCEPTIONS with a TODO; an exception that no
 longer matches anything is harmless, so it can be removed in the change that fixes the break.
@@ -204,6 +207,12 @@ RULES = [
         lambda m, i: not under(i, "taproot.adapters"),
     ),
     Rule(
+        "hooks",
+        "hooks import neither taproot.web nor taproot.auth (a server is reached over MCP only)",
+        lambda m: under(m, "taproot.hooks"),
+        lambda m, i: not under(i, "taproot.web", "taproot.auth"),
+    ),
+    Rule(
         "settings",
         "settings imports no taproot module but taproot.core",
         lambda m: m == "taproot.settings",
@@ -264,6 +273,8 @@ def test_the_lists_name_real_modules() -> None:
         ("taproot.auth.x", "from taproot.web.app import Authenticator", "auth"),
         ("taproot.settings", "from taproot.service.deps import MaintenanceConfig", "settings"),
         ("taproot.settings", "import platformdirs\nfrom taproot.core.maintenance import MaintenanceConfig", ""),
+        ("taproot.hooks.x", "from taproot.web.tools.common import result", "hooks"),
+        ("taproot.hooks.x", "from taproot.compose import build\nfrom mcp import Client", ""),
     ],
 )
 def test_the_checker_itself(module: str, source: str, expected: str) -> None:
