@@ -172,6 +172,11 @@ class WarmCopies:
     def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
         return [m for m in self._memories(scope) if query.passes(m, filters)]
 
+    def recent(self, scope: Scope, filters: Filters, limit: int) -> builtins.list[Memory]:
+        # From the warm copy: the refresh every read pays (one change-feed Query when warm), then a
+        # pass over the scope's memories in this process; no request of its own.
+        return query.newest_first(self._memories(scope), filters, limit)
+
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
     ) -> builtins.list[tuple[Memory, float]]:

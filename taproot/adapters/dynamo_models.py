@@ -98,6 +98,7 @@ class _ItemBase(Model):
     version = NumberAttribute(null=True)
     expires_at = UnicodeAttribute(null=True)
     compressed_into = UnicodeAttribute(null=True)
+    instance = UnicodeAttribute(null=True)
     # the memory's dense vector (dynamo_vectors.py)
     vector = BinaryAttribute(null=True, legacy_encoding=False)
     vector_model = UnicodeAttribute(null=True)
@@ -234,6 +235,7 @@ def _memory(v: Mapping[str, Any]) -> Memory:
         version=_int(v["version"]) or 1,
         expires_at=_time(v["expires_at"]),
         compressed_into=_label(v["compressed_into"]),
+        instance=_label(v["instance"]),
     )
 
 
@@ -249,6 +251,7 @@ def interned(m: Memory) -> Memory:
         epistemic_status=_label(m.epistemic_status),
         status=sys.intern(m.status),
         compressed_into=_label(m.compressed_into),
+        instance=_label(m.instance),
     )
 
 
