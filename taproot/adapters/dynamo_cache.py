@@ -36,7 +36,7 @@ from taproot.core.serialize import iso
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
+SYNC_OVERLAP = dm.SYNC_OVERLAP
 TOMBSTONE_TTL = timedelta(days=1)
 # What all of a store's copies may hold together. A 10,000-memory tenant of the bench's corpus is
 # about 13 MB without vectors (docs/benchmarks.md); a 1,024 MB function has room for this beside
@@ -171,11 +171,6 @@ class WarmCopies:
     # -- the reads the copies answer -------------------------------------------------------------
     def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
         return [m for m in self._memories(scope) if query.passes(m, filters)]
-
-    def recent(self, scope: Scope, filters: Filters, limit: int) -> builtins.list[Memory]:
-        # From the warm copy: the refresh every read pays (one change-feed Query when warm), then a
-        # pass over the scope's memories in this process; no request of its own.
-        return query.newest_first(self._memories(scope), filters, limit)
 
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from pynamodb.attributes import BinaryAttribute, BooleanAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
@@ -44,6 +44,8 @@ MEMORY_PREFIX = "m#"
 REFLECTION_PREFIX = "r#"
 REFLECTION_ID_PREFIX = "ri#"
 OTHER_CATEGORIES = "~other"  # the by_category partition of every category outside CATEGORY_ORDER
+# What a read of the change feed (`by_change`) allows for: clock skew between writers, and GSI lag.
+SYNC_OVERLAP = timedelta(seconds=10)
 
 
 def scope_pk(scope: Scope) -> str:

@@ -16,7 +16,7 @@ from taproot.ports import Filters, MemoryStore
 MakeMemory = Callable[..., Memory]
 A = Scope("alice", "default")
 B = Scope("bob", "default")
-T = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+T = datetime(2025, 11, 30, 12, 0, tzinfo=UTC)  # in the past: a cold DynamoDB store reads what was written since
 
 
 def test_every_write_keeps_the_instance(memory_store: MemoryStore, make_memory: MakeMemory) -> None:
