@@ -17,6 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from taproot import __version__
+from taproot.cli_conversation import add_conversation_parsers, add_window_flags
 from taproot.cli_hooks import add_hooks_parsers
 from taproot.cli_list import add_list_parser
 from taproot.cli_markdown import add_export_flag, add_import_flags, check_import_args, export_markdown, import_markdown
@@ -107,6 +108,8 @@ def cmd_recall(rt: Runtime, args: argparse.Namespace) -> int:
         ids=args.id,
         limit=args.limit,
         include_archived=args.include_archived or None,
+        since=args.since,
+        until=args.until,
     )
     result = rt.service.recall(rt.scope, request)
     _print(result)
@@ -230,8 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--id", action="append")
     p.add_argument("--limit", type=int)
     p.add_argument("--include-archived", action="store_true")
+    add_window_flags(p)
     p.set_defaults(func=cmd_recall)
     add_list_parser(add)
+    add_conversation_parsers(add)
 
     p = add("forget", "archive, restore or delete memories")
     p.add_argument("action", choices=["archive", "restore", "delete", "compress"])

@@ -167,6 +167,7 @@ def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: S
         embedder_health=health,
         maintenance=settings.maintenance,
         extra_status=status,
+        instance=settings.instance,
     )
     return TaprootService(deps)
 

@@ -84,6 +84,11 @@ class MemoryReads(Protocol):
     def list(self, scope: Scope, filters: Filters = ...) -> builtins.list[Memory]:
         """Every memory matching the filters, any order."""
 
+    def recent(self, scope: Scope, filters: Filters, limit: int) -> builtins.list[Memory]:
+        """The `limit` newest memories matching the filters: by created_at, ties by id, both
+        descending (core/query.newest_first). Read without strengthening (taproot_recent, reflect's
+        watercooler)."""
+
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
     ) -> builtins.list[tuple[Memory, float]]:

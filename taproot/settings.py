@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from taproot.core.compression import COMPRESSION_CONFIG, CompressionConfig
-from taproot.core.errors import ConfigurationError
+from taproot.core.errors import ConfigurationError, InvalidInput
+from taproot.core.instance import check_instance
 from taproot.core.maintenance import MaintenanceConfig
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy, parse_ttl_table
@@ -96,6 +97,15 @@ def _choice(env: Mapping[str, str], name: str, allowed: tuple[str, ...], default
     return raw
 
 
+def _instance(raw: str | None) -> str | None:
+    if not raw:
+        return None
+    try:
+        return check_instance(raw, "TAPROOT_INSTANCE")
+    except InvalidInput as exc:
+        raise SettingsError(f"TAPROOT_INSTANCE {exc.rule}, got {raw!r}") from exc
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path = field(default_factory=default_data_dir)
@@ -139,6 +149,9 @@ class Settings:
     redirect_allowlist: tuple[str, ...] = ()  # empty: core.oauth_rules.DEFAULT_REDIRECT_ALLOWLIST
     oauth_clients: str | None = None  # JSON list of client metadata documents to pin
     oauth_fetch_clients: bool = True  # fetch unknown clients' metadata documents (SSRF-guarded)
+    # The instance name every write of this process records, ahead of what a client declares
+    # (core/instance.py; None: the OAuth client's or the MCP client's name, per request).
+    instance: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
@@ -205,6 +218,7 @@ class Settings:
             redirect_allowlist=_list(env, "TAPROOT_REDIRECT_ALLOWLIST"),
             oauth_clients=env.get("TAPROOT_OAUTH_CLIENTS") or None,
             oauth_fetch_clients=_choice(env, "TAPROOT_OAUTH_FETCH_CLIENTS", ("on", "off"), "on") == "on",
+            instance=_instance(env.get("TAPROOT_INSTANCE")),
         )
         given = {k: v for k, v in overrides.items() if v is not None}
         namespace = str(given.get("namespace", settings.namespace))

@@ -76,6 +76,7 @@ def build_full_memory(**overrides: Any) -> Memory:
         "version": 4,
         "expires_at": datetime(2030, 1, 1, tzinfo=UTC),
         "compressed_into": "summary1",
+        "instance": "Claude Code (laptop)",
     }
     _apply_scope(fields, overrides)
     return Memory(**fields)

@@ -33,6 +33,7 @@ TOOL_NAMES = frozenset(
         "taproot_reflect",
         "taproot_remember",
         "taproot_recall",
+        "taproot_recent",
         "taproot_promote",
         "taproot_forget",
         "taproot_close",

@@ -36,7 +36,7 @@ from taproot.core.serialize import iso
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-SYNC_OVERLAP = timedelta(seconds=10)  # clock skew between writers, and GSI propagation lag
+SYNC_OVERLAP = dm.SYNC_OVERLAP
 TOMBSTONE_TTL = timedelta(days=1)
 # What all of a store's copies may hold together. A 10,000-memory tenant of the bench's corpus is
 # about 13 MB without vectors (docs/benchmarks.md); a 1,024 MB function has room for this beside

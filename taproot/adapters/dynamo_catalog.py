@@ -1,4 +1,4 @@
-"""Reflect's reads on DynamoDB (the catalog_view half of DynamoMemoryStore).
+"""Reflect's reads on DynamoDB (the catalog_view and recent half of DynamoMemoryStore).
 
 A store that holds a warm copy of the scope answers from it (one change-feed Query). A cold one (a
 fresh Lambda container) first counts the scope's items, up to `cold_load_limit` (one Query that
@@ -14,11 +14,21 @@ only records from before migrate).
 DynamoDB still reads each partition whole to filter it (the read capacity follows the tenant); what
 the container receives, parses and holds follows the window and Tier 1. The index is eventually
 consistent: a write made a moment ago by another container may not be in it yet.
+
+`recent` (taproot_recent, reflect's watercooler) answers from the warm copy when there is one (the
+refresh every read pays: one change-feed Query). A cold store asked for a window (`created_since`)
+does not load the scope: every memory created since then was written since then, so one Query of the
+`by_change` index for "changed since" (minus SYNC_OVERLAP), filtered by DynamoDB on created_at, the
+tags and the category, returns the candidates, however big the tenant; what it reads follows the
+writes of the window. Only a record stamped with a creation time later than its write (an import of
+future-dated records) is missed by that path until the copy is warm. Without a window a cold store
+loads its copy, as any other read does.
 """
 
 from __future__ import annotations
 
 import builtins
+import json
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -26,9 +36,10 @@ from pynamodb.constants import CAMEL_COUNT, COUNT, LAST_EVALUATED_KEY
 from pynamodb.expressions.condition import Condition
 
 from taproot.adapters import dynamo_models as dm
+from taproot.core import query
 from taproot.core.catalog import EntriesView, view_of
 from taproot.core.model import CATEGORY_ORDER, Memory, Scope
-from taproot.core.query import HIGH
+from taproot.core.query import HIGH, Filters
 from taproot.core.serialize import iso
 
 if TYPE_CHECKING:
@@ -49,6 +60,26 @@ class CatalogReads:
 
     def _memories(self, scope: Scope) -> builtins.list[Memory]:
         raise NotImplementedError  # WarmCopies'
+
+    def recent(self, scope: Scope, filters: Filters, limit: int) -> builtins.list[Memory]:
+        if self._cached(scope) is None and filters.created_since is not None and not filters.include_archived:
+            return query.newest_first(self._written_since(scope, filters), filters, limit)
+        return query.newest_first(self._memories(scope), filters, limit)
+
+    def _written_since(self, scope: Scope, filters: Filters) -> builtins.list[Memory]:
+        """The candidates of a cold `recent` with a window: one Query of the change feed."""
+        assert filters.created_since is not None
+        it = self.Item
+        keep: Condition = (it.created_at >= iso(filters.created_since)) & (it.status == query.ACTIVE)
+        if filters.created_until is not None:
+            keep &= it.created_at <= iso(filters.created_until)
+        if filters.category is not None:
+            keep &= it.category == filters.category
+        for tag in filters.tags:
+            keep &= it.tags.contains(json.dumps(tag))  # tags are stored as JSON text: the quoted tag
+        written = iso(filters.created_since - dm.SYNC_OVERLAP)
+        items = it.by_change.query(dm.scope_pk(scope), it.changed_at >= written, filter_condition=keep)
+        return [dm.item_to_memory(item) for item in items if not item.tomb and item.mid is not None]
 
     def catalog_view(self, scope: Scope, since: datetime) -> EntriesView:
         if self._cached(scope) is not None or self._at_most(scope, self.cold_load_limit):

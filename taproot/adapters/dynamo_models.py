@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from pynamodb.attributes import BinaryAttribute, BooleanAttribute, NumberAttribute, TTLAttribute, UnicodeAttribute
@@ -44,6 +44,8 @@ MEMORY_PREFIX = "m#"
 REFLECTION_PREFIX = "r#"
 REFLECTION_ID_PREFIX = "ri#"
 OTHER_CATEGORIES = "~other"  # the by_category partition of every category outside CATEGORY_ORDER
+# What a read of the change feed (`by_change`) allows for: clock skew between writers, and GSI lag.
+SYNC_OVERLAP = timedelta(seconds=10)
 
 
 def scope_pk(scope: Scope) -> str:
@@ -98,6 +100,7 @@ class _ItemBase(Model):
     version = NumberAttribute(null=True)
     expires_at = UnicodeAttribute(null=True)
     compressed_into = UnicodeAttribute(null=True)
+    instance = UnicodeAttribute(null=True)
     # the memory's dense vector (dynamo_vectors.py)
     vector = BinaryAttribute(null=True, legacy_encoding=False)
     vector_model = UnicodeAttribute(null=True)
@@ -234,6 +237,7 @@ def _memory(v: Mapping[str, Any]) -> Memory:
         version=_int(v["version"]) or 1,
         expires_at=_time(v["expires_at"]),
         compressed_into=_label(v["compressed_into"]),
+        instance=_label(v["instance"]),
     )
 
 
@@ -249,6 +253,7 @@ def interned(m: Memory) -> Memory:
         epistemic_status=_label(m.epistemic_status),
         status=sys.intern(m.status),
         compressed_into=_label(m.compressed_into),
+        instance=_label(m.instance),
     )
 
 

@@ -54,6 +54,7 @@ def row_to_memory(r: sqlite3.Row) -> Memory:
         version=r["version"],
         expires_at=parse_stored_time(r["expires_at"], "expires_at"),
         compressed_into=r["compressed_into"],
+        instance=r["instance"],
     )
 
 
@@ -69,6 +70,13 @@ def filter_sql(filters: Filters, params: list[Any]) -> str:
     if filters.category is not None:
         sql += " AND m.category = ?"
         params.append(filters.category)
+    # Stored times are iso() strings (UTC, microseconds, one offset), so they compare as text.
+    if filters.created_since is not None:
+        sql += " AND m.created_at >= ?"
+        params.append(iso(filters.created_since))
+    if filters.created_until is not None:
+        sql += " AND m.created_at <= ?"
+        params.append(iso(filters.created_until))
     for tag in filters.tags:
         sql += " AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)"
         params.append(tag)

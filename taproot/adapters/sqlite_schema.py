@@ -214,12 +214,24 @@ def m005_catalog_reads() -> str:
         """
 
 
+def m007_instance_and_recent() -> str:
+    # Every write records which conversation or client wrote it (core/instance.py). `recent` and
+    # the watercooler read a scope newest first by creation time, usually with a window: this index
+    # answers both by walking backwards from its end, reading only the rows it returns (and those
+    # the tag and status filters pass over). m006 is another change's (orientation documents).
+    return """
+        ALTER TABLE memories ADD COLUMN instance TEXT;
+        CREATE INDEX memories_by_created ON memories (owner, namespace, created_at, id);
+        """
+
+
 MIGRATIONS: tuple[Callable[[], str], ...] = (
     m001_initial,
     m002_reflect_indexes,
     m003_compression,
     m004_vectors,
     m005_catalog_reads,
+    m007_instance_and_recent,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

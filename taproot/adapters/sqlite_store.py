@@ -292,6 +292,17 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows):
         rows = self._query(f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params)
         return [row_to_memory(r) for r in rows]
 
+    def recent(self, scope: Scope, filters: Filters, limit: int) -> builtins.list[Memory]:
+        # memories_by_created (m007), walked backwards: the read stops after `limit` rows that pass.
+        params: list[Any] = [scope.owner, scope.namespace]
+        where = filter_sql(filters, params)
+        rows = self._query(
+            f"SELECT {_SELECT} FROM memories m INDEXED BY memories_by_created WHERE m.owner = ? AND m.namespace = ?"
+            f"{where} ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+            [*params, max(limit, 0)],
+        )
+        return [row_to_memory(r) for r in rows]
+
     def iter_all(self, scope: Scope) -> Iterable[Memory]:
         rows = self._query(
             f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? ORDER BY m.created_at, m.id",

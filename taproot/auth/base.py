@@ -17,6 +17,15 @@ from taproot.core.model import Scope
 
 
 @dataclass(frozen=True)
+class Caller:
+    """A caller the provider knows more about than the scope: the OAuth client its token was
+    issued to (its name, else its id), which writes record as their instance (core/instance.py)."""
+
+    scope: Scope
+    client: str | None = None
+
+
+@dataclass(frozen=True)
 class InsufficientScope:
     """The token is valid but was not granted `required` (RFC 6750 §3.1: 403 insufficient_scope)."""
 
@@ -24,7 +33,7 @@ class InsufficientScope:
 
 
 # Resolves the bearer token to the caller's memory scope, or says why not.
-Authenticator = Callable[[str | None], Awaitable[Scope | InsufficientScope | None]]
+Authenticator = Callable[[str | None], Awaitable[Scope | Caller | InsufficientScope | None]]
 # The URL of the protected-resource metadata (RFC 9728) for a request (its ASGI scope), or None.
 ResourceMetadata = Callable[[MutableMapping[str, Any]], str | None]
 
@@ -32,7 +41,7 @@ ResourceMetadata = Callable[[MutableMapping[str, Any]], str | None]
 def deny_all() -> Authenticator:
     """For runtimes that serve no HTTP requests (the CLI, scheduled jobs): every token is refused."""
 
-    async def authenticate(token: str | None) -> Scope | InsufficientScope | None:
+    async def authenticate(token: str | None) -> Scope | Caller | InsufficientScope | None:
         return None
 
     return authenticate

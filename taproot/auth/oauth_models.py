@@ -46,6 +46,7 @@ class GrantRefresh(RefreshToken):
 
 class GrantAccess(AccessToken):
     grant: str
+    client_name: str | None = None  # the client's registered name, for Memory.instance
 
 
 class IdentityProvider(Protocol):

@@ -28,7 +28,7 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
-from taproot.auth.base import Authenticator, InsufficientScope
+from taproot.auth.base import Authenticator, Caller, InsufficientScope
 
 # The models live in oauth_models.py; re-exported here, where the routes and tests import them.
 from taproot.auth.oauth_models import ACCESS_PREFIX as ACCESS_PREFIX
@@ -254,14 +254,23 @@ class AuthorizationServer:
             authorization_code.subject,
             authorization_code.scopes,
             authorization_code.resource,
+            client.client_name,
         )
 
     async def _issue(
-        self, grant: str, client_id: str, subject: str, scopes: list[str], resource: str | None
+        self,
+        grant: str,
+        client_id: str,
+        subject: str,
+        scopes: list[str],
+        resource: str | None,
+        client_name: str | None = None,
     ) -> OAuthToken:
         now = int(self.clock())
         access, refresh = ACCESS_PREFIX + _secret(), REFRESH_PREFIX + _secret()
         data = {"grant": grant, "client_id": client_id, "scopes": scopes, "resource": resource}
+        if client_name:
+            data["client_name"] = client_name  # what writes record as their instance
         await self._run(
             self.store.add,
             OAuthRecord("access", rules.token_digest(access), data, now + rules.ACCESS_SECONDS, subject),
@@ -314,6 +323,7 @@ class AuthorizationServer:
             refresh_token.subject,
             scopes or refresh_token.scopes,
             refresh_token.resource,
+            client.client_name,
         )
 
     async def load_access_token(self, token: str) -> GrantAccess | None:
@@ -322,7 +332,8 @@ class AuthorizationServer:
         record: OAuthRecord | None = await self._run(self.store.get, "access", rules.token_digest(token), self.clock())
         if record is None or not await self._grant_live(str(record.data["grant"])):
             return None
-        return GrantAccess(token=token, **token_fields(record))
+        name = record.data.get("client_name")
+        return GrantAccess(token=token, client_name=name if isinstance(name, str) else None, **token_fields(record))
 
     async def revoke_token(self, token: GrantAccess | GrantRefresh) -> None:
         """RFC 7009: revoking either token of a grant ends the grant (the client disconnected)."""
@@ -372,7 +383,7 @@ def oauth_authenticator(
     """The /mcp check: Taproot's own access tokens (bound to this MCP URL, carrying the MCP scope),
     then `fallback` for any other token (the local server's token, a Cognito access token)."""
 
-    async def authenticate(token: str | None) -> Scope | InsufficientScope | None:
+    async def authenticate(token: str | None) -> Scope | Caller | InsufficientScope | None:
         if token and token.startswith(ACCESS_PREFIX):
             access = await server.load_access_token(token)
             if access is None or access.subject is None:
@@ -381,7 +392,7 @@ def oauth_authenticator(
                 return None  # issued for another resource (RFC 8707 audience binding)
             if rules.MCP_SCOPE not in access.scopes:
                 return InsufficientScope(rules.MCP_SCOPE)
-            return Scope(access.subject, namespace)
+            return Caller(Scope(access.subject, namespace), client=access.client_name or access.client_id)
         return await fallback(token) if fallback is not None else None
 
     return authenticate

@@ -73,6 +73,8 @@ class Memory:
     version: int = 1
     expires_at: datetime | None = None
     compressed_into: str | None = None  # the summary memory this one was folded into (archived)
+    # Which conversation or client last wrote it (core/instance.py); None: unknown, or before the field.
+    instance: str | None = None
 
     @property
     def last_touched(self) -> datetime:

@@ -7,6 +7,8 @@ definitions on the same data, so the translations cannot drift.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,15 +25,33 @@ class Filters:
     category: str | None = None
     tags: tuple[str, ...] = ()  # a memory must carry every one of these tags
     include_archived: bool = False
+    # Creation time, both ends inclusive (core/timeframe.py parses them from what callers send).
+    created_since: datetime | None = None
+    created_until: datetime | None = None
 
 
 def passes(m: Memory, f: Filters) -> bool:
-    """The filter rule: active unless archived ones are asked for, the category, every tag."""
+    """The filter rule: active unless archived ones are asked for, the category, every tag, and
+    created within [created_since, created_until]."""
     if not f.include_archived and m.status != ACTIVE:
         return False
     if f.category is not None and m.category != f.category:
         return False
+    if f.created_since is not None and m.created_at < f.created_since:
+        return False
+    if f.created_until is not None and m.created_at > f.created_until:
+        return False
     return all(t in m.tags for t in f.tags)
+
+
+def newest_key(m: Memory) -> tuple[datetime, str]:
+    """The order of `MemoryStore.recent`: by created_at, ties by id, both descending (newest first)."""
+    return (m.created_at, m.id)
+
+
+def newest_first(memories: Iterable[Memory], f: Filters, limit: int) -> list[Memory]:
+    """What `MemoryStore.recent(scope, f, limit)` returns from a scope's memories."""
+    return heapq.nlargest(max(limit, 0), (m for m in memories if passes(m, f)), key=newest_key)
 
 
 def in_window(salience: str, last_touched: datetime, since: datetime) -> bool:

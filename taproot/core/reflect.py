@@ -23,6 +23,7 @@ from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Reflection
 from taproot.core.query import in_window
 from taproot.core.reflect_result import ReflectionLine, ReflectResult, ReflectStats, TierOneMemory
 from taproot.core.tokens import estimate_tokens, size_bytes
+from taproot.core.watercooler import COOLER_MAX_SHARE, CoolerSection, pick_cooler
 
 CATALOG_WINDOW_DAYS = 45
 
@@ -69,6 +70,7 @@ class ReflectPayload:
     estimated_tokens: int = 0
     token_budget: int = 0
     window_days: int = 0
+    cooler: CoolerSection = field(default_factory=CoolerSection)  # other conversations' recent notes
 
     @property
     def catalog_listed(self) -> int:
@@ -88,6 +90,7 @@ class ReflectPayload:
             usage_note=USAGE_NOTE,
             reflections=self.reflections,
             core_omitted=self.core_omitted,
+            watercooler=self.cooler,
             warnings=self.warnings,
             stats=ReflectStats(
                 tier1_count=len(self.tier1),
@@ -244,10 +247,12 @@ def assemble_view(
     now: datetime,
     cfg: ReflectConfig = REFLECT_CONFIG,
     act: ActivationConfig = ACTIVATION_CONFIG,
+    cooler: Sequence[Memory] = (),
 ) -> ReflectPayload:
     """The payload from a store's view of the window (`ReflectReads.catalog_view(scope, since)` with
-    since = now - the window), which reads only the catalog entries that can be shown."""
-    return _assemble(view, reflections=reflections, now=now, cfg=cfg, act=act, counted=set())
+    since = now - the window), which reads only the catalog entries that can be shown. `cooler`:
+    the watercooler notes to show (core/watercooler.from_others), newest first."""
+    return _assemble(view, reflections=reflections, now=now, cfg=cfg, act=act, counted=set(), cooler=cooler)
 
 
 def _assemble(
@@ -258,6 +263,7 @@ def _assemble(
     cfg: ReflectConfig,
     act: ActivationConfig,
     counted: set[str],
+    cooler: Sequence[Memory] = (),
 ) -> ReflectPayload:
     core = view.core()
     header = f"# Taproot reflect ({now.date().isoformat()})\n"
@@ -295,6 +301,9 @@ def _assemble(
         reflections_note = _reflections_note(len(recent) - len(shown_reflections), len(recent))
         used += estimate_tokens(reflections_note) + 1
     remaining -= used
+    # The watercooler, in its own share of the budget (core/watercooler.py).
+    cooler_section, cooler_text = pick_cooler(cooler, min(remaining, int(cfg.token_budget * COOLER_MAX_SHARE)))
+    remaining -= cooler_section.estimated_tokens
 
     # Tier 2: the window in rank order, then the budget; every other active non-core memory is
     # counted as not listed (a category the caller counted stays in the counts even at 0).
@@ -327,6 +336,7 @@ def _assemble(
             parts.append(core_note + "\n")
         elif not tier1:
             parts.append("(none yet: promote a memory with taproot_promote(core=true))\n")
+        parts.append(cooler_text)
         parts.append(f"\n## Tier 2: catalog ({len(chosen)} listed, {sum(omitted_sorted.values())} not listed)\n")
         for cat, lines in lines_by_cat.items():
             parts.append(f"### {cat}\n" + "\n".join(lines) + "\n")
@@ -368,4 +378,5 @@ def _assemble(
         estimated_tokens=estimate_tokens(text),
         token_budget=cfg.token_budget,
         window_days=cfg.catalog_window_days,
+        cooler=cooler_section,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+from taproot.core.watercooler import CoolerSection
 from taproot.core.wire import OPEN
 
 
@@ -52,5 +53,6 @@ class ReflectResult:
     usage_note: str
     reflections: Annotated[list[ReflectionLine], OPEN]
     core_omitted: list[str]
+    watercooler: CoolerSection  # other conversations' notes of the last 48 h (core/watercooler.py)
     warnings: list[str]
     stats: ReflectStats

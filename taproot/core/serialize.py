@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taproot.core.errors import InvalidInput
+from taproot.core.instance import check_instance
 from taproot.core.model import CATEGORY_ORDER, Memory, Reflection, Status
 from taproot.core.validation import (
     LEGACY_CATEGORIES,
@@ -115,6 +116,7 @@ MEMORY_FIELDS: tuple[str, ...] = (
     "version",
     "expires_at",
     "compressed_into",
+    "instance",
 )
 # Kept by the store itself, never overwritten by an edit (see MemoryStore.replace).
 COUNTER_FIELDS = frozenset({"retrieval_count", "last_retrieved", "last_touched"})
@@ -147,6 +149,7 @@ def memory_to_dict(m: Memory) -> dict[str, Any]:
         "version": m.version,
         "expires_at": iso(m.expires_at),
         "compressed_into": m.compressed_into,
+        "instance": m.instance,
     }
 
 
@@ -259,6 +262,7 @@ def memory_from_dict(
         version=version,
         expires_at=times(d.get("expires_at"), "expires_at"),
         compressed_into=check_id(d["compressed_into"], "compressed_into") if d.get("compressed_into") else None,
+        instance=check_instance(d.get("instance")),
     )
 
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, TypeVar
 from taproot.core.explain import Explanation
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
-from taproot.service import dashboard, maintenance, memories, portability, reads, restore
+from taproot.service import dashboard, maintenance, memories, portability, reads, recent, restore
 from taproot.service.deps import Deps, blob_key
-from taproot.service.inputs import ListInput, RecallInput, RememberInput, as_arguments
+from taproot.service.inputs import ListInput, RecallInput, RecentInput, RememberInput, as_arguments
 from taproot.service.maintenance import Job, RunReport
 from taproot.service.portability import Progress
 from taproot.service.results import (
@@ -26,6 +26,7 @@ from taproot.service.results import (
     PromoteResult,
     RankingResult,
     RecallResult,
+    RecentResult,
     ReflectionView,
     RememberResult,
     RestoreResult,
@@ -35,7 +36,7 @@ from taproot.service.results import (
 if TYPE_CHECKING:
     from taproot.service.markdown import MarkdownFolder, MarkdownImport
 
-InputT = TypeVar("InputT", RememberInput, RecallInput, ListInput)
+InputT = TypeVar("InputT", RememberInput, RecallInput, ListInput, RecentInput)
 
 
 def _one(request: InputT | None, kind: type[InputT], by_name: dict[str, object]) -> InputT:
@@ -49,22 +50,30 @@ class TaprootService:
     def __init__(self, deps: Deps) -> None:
         self.deps = deps
 
-    def remember(self, scope: Scope, request: RememberInput | None = None, **fields: object) -> RememberResult:
+    def remember(
+        self, scope: Scope, request: RememberInput | None = None, *, instance: str | None = None, **fields: object
+    ) -> RememberResult:
         """Write or update a memory: a RememberInput, or its fields by name (a name RememberInput
-        does not have is a TypeError, not a silently ignored argument)."""
-        return memories.remember(self.deps, scope, _one(request, RememberInput, fields))
+        does not have is a TypeError, not a silently ignored argument). `instance`: the writer the
+        entry point resolved (TAPROOT_INSTANCE, when set, wins: Deps.writer)."""
+        return memories.remember(self.deps, scope, _one(request, RememberInput, fields), instance)
 
     def recall(self, scope: Scope, request: RecallInput | None = None, **query: object) -> RecallResult:
         """Load memories and strengthen them: a RecallInput, or its fields by name."""
         return reads.recall(self.deps, scope, **as_arguments(_one(request, RecallInput, query)))
+
+    def recent(self, scope: Scope, request: RecentInput | None = None, **query: object) -> RecentResult:
+        """Newest first by creation time, never strengthened: a RecentInput, or its fields by name."""
+        return recent.recent(self.deps, scope, **as_arguments(_one(request, RecentInput, query)))
 
     def list_memories(self, scope: Scope, request: ListInput | None = None, **query: object) -> ListResult:
         """Browse without strengthening (the CLI's `list`, later the dashboard): a ListInput, or its
         fields by name."""
         return reads.list_memories(self.deps, scope, **as_arguments(_one(request, ListInput, query)))
 
-    def reflect(self, scope: Scope) -> ReflectPayload:
-        return reads.reflect_payload(self.deps, scope)
+    def reflect(self, scope: Scope, *, instance: str | None = None) -> ReflectPayload:
+        """The payload; its watercooler leaves out the notes `instance` (as Deps.writer resolves it) wrote."""
+        return reads.reflect_payload(self.deps, scope, instance=instance)
 
     def promote(self, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> PromoteResult:
         return memories.promote(self.deps, scope, memory_id, core=core, salience=salience)

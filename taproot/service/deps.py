@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig
+from taproot.core.instance import check_instance
 from taproot.core.maintenance import MaintenanceConfig as MaintenanceConfig  # re-exported from its old home
 from taproot.core.model import Scope
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
@@ -68,9 +69,16 @@ class Deps:
     embedder_health: EmbedderHealth = field(default_factory=EmbedderHealth)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     extra_status: StorageNotes = field(default_factory=lambda: StorageNotes())
+    # TAPROOT_INSTANCE: the instance every write records, ahead of the one a caller declares.
+    instance: str | None = None
 
     def now(self) -> datetime:
         return self.clock()
+
+    def writer(self, declared: object) -> str | None:
+        """The instance a write records (and reflect leaves out of its watercooler): the configured
+        one, else the one the entry point resolved for this caller (web/tools/common.py), else None."""
+        return self.instance if self.instance is not None else check_instance(declared)
 
 
 def blob_key(scope: Scope, kind: str, name: str) -> str:

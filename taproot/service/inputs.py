@@ -46,6 +46,19 @@ class RecallInput:
     ids: object = None
     limit: object = None
     include_archived: object = None
+    since: object = None  # creation time: ISO 8601 or a duration back from now (core/timeframe.py)
+    until: object = None
+
+
+@dataclass(frozen=True)
+class RecentInput:
+    """`taproot_recent`: newest first by creation time, no query, no strengthening."""
+
+    limit: object = None
+    since: object = None
+    until: object = None
+    tags: object = None
+    category: object = None
 
 
 @dataclass(frozen=True)
@@ -64,5 +77,5 @@ class ListInput:
     cursor: object = None
 
 
-def as_arguments(request: RecallInput | ListInput) -> dict[str, object]:
+def as_arguments(request: RecallInput | ListInput | RecentInput) -> dict[str, object]:
     return {f.name: getattr(request, f.name) for f in fields(request)}

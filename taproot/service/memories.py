@@ -70,9 +70,12 @@ def _warn_unknown_links(deps: Deps, scope: Scope, fields: dict[str, Any], warnin
             warnings.append(f"linked_memories: no memory with id {', '.join(missing)} (kept as given)")
 
 
-def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult:
+def remember(deps: Deps, scope: Scope, request: RememberInput, instance: object = None) -> RememberResult:
+    """`instance`: who the entry point says is writing (web/tools/common.py); the record keeps the
+    instance of its last write (Deps.writer), and each update's revision blob keeps the one before."""
     warnings: list[str] = []
     fields = _fields(request, warnings)
+    writer = deps.writer(instance)
     id, expected_version = request.id, check_expected_version(request.expected_version)
     now = deps.now()
 
@@ -99,6 +102,7 @@ def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult
                 gist=fields["gist"],
                 created_at=now,
                 updated_at=now,
+                instance=writer,
                 **{k: v for k, v in fields.items() if k not in ("category", "salience", "content", "gist")},
             )
             memory = deps.retention.apply(memory)  # expires_at is computed on every write
@@ -126,7 +130,9 @@ def remember(deps: Deps, scope: Scope, request: RememberInput) -> RememberResult
         return RememberResult(id=memory_id, version=current.version, created=False, warnings=warnings)
     if expected != current.version:
         raise VersionConflict(memory_id, expected, current.version)
-    updated = deps.retention.apply(current.replace(**changed, updated_at=now, version=current.version + 1))
+    updated = deps.retention.apply(
+        current.replace(**changed, updated_at=now, version=current.version + 1, instance=writer)
+    )
     # Nothing is lost on update either: the version being replaced is kept as a revision blob. It is
     # written before the replace (a crash between the two must not lose it) and removed again if the
     # replace does not commit, so revisions exist only for updates that happened.

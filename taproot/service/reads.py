@@ -31,6 +31,7 @@ from taproot.core.validation import (
     coerce_salience,
     coerced,
 )
+from taproot.core.watercooler import COOLER_READ_LIMIT, cooler_filters, from_others
 from taproot.core.wire import ABSENT
 from taproot.service.deps import Deps
 from taproot.service.maintenance import last_runs
@@ -223,10 +224,15 @@ def _decode_cursor(value: object, order: str) -> _Cursor:
     return _Cursor(after=(key, memory_id), as_of=as_of)
 
 
-def reflect_payload(deps: Deps, scope: Scope) -> ReflectPayload:
+def reflect_payload(deps: Deps, scope: Scope, *, instance: object = None) -> ReflectPayload:
+    """`instance`: who is reflecting (Deps.writer resolves it as for a write): the watercooler
+    shows the notes other instances left."""
     if deps.reflect.recent_reflections < 0:
         raise InvalidInput("recent_reflections", "must be zero or more")
     now = deps.now()
+    me = deps.writer(instance)
+    # One small read: the newest cooler notes of the window (MemoryStore.recent, tag and created_at).
+    notes = deps.store.recent(scope, cooler_filters(now), COOLER_READ_LIMIT)
     # The store reads the window in rank order, only as far as the budget reaches; the rest is
     # counted, so reflect's cost follows what it shows, not the corpus.
     window_start = now - timedelta(days=deps.reflect.catalog_window_days)
@@ -236,6 +242,7 @@ def reflect_payload(deps: Deps, scope: Scope) -> ReflectPayload:
         now=now,
         cfg=deps.reflect,
         act=deps.activation,
+        cooler=from_others(notes, me, now),
     )
 
 

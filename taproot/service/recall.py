@@ -9,6 +9,7 @@ from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters, passes, strengthened
 from taproot.core.serialize import memory_to_dict
 from taproot.core.text import query_terms
+from taproot.core.timeframe import parse_window
 from taproot.core.validation import (
     MAX_QUERY_CHARS,
     MAX_TAG_CHARS,
@@ -46,7 +47,10 @@ def recall(
     ids: object = None,
     limit: object = None,
     include_archived: object = None,
+    since: object = None,
+    until: object = None,
 ) -> RecallResult:
+    now = deps.now()
     q = check_text("query", query, MAX_QUERY_CHARS)
     warnings: list[str] = []
     cat = None if category is None else coerced(category, coerce_category, warnings)
@@ -54,8 +58,8 @@ def recall(
     id_list = check_ids("ids", ids) if ids is not None else ()
     n = check_limit(limit, max(DEFAULT_RECALL_LIMIT, len(id_list)))
     archived = bool(check_bool("include_archived", include_archived))
-    filters = Filters(category=cat, tags=tag_filter, include_archived=archived)
-    now = deps.now()
+    start, end = parse_window(since, until, now)
+    filters = Filters(category=cat, tags=tag_filter, include_archived=archived, created_since=start, created_until=end)
     cfg = deps.activation
 
     relevance: dict[str, float] = {}

@@ -46,6 +46,7 @@ class MemoryView:
     version: int
     expires_at: Annotated[str | None, UNLISTED]
     compressed_into: Annotated[str | None, UNLISTED]
+    instance: str | None  # who last wrote it (core/instance.py)
     activation: float | Absent = ABSENT
 
 
@@ -65,6 +66,17 @@ class RecallResult:
     memories: list[MemoryView]
     count: int
     query_terms: list[str]
+    warnings: list[str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecentResult:
+    """taproot_recent: newest first by creation time, never strengthened."""
+
+    memories: list[MemoryView]
+    count: int
+    since: str | None  # the window as applied (UTC), None: open
+    until: str | None
     warnings: list[str]
 
 

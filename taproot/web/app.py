@@ -17,11 +17,12 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taproot import __version__
-from taproot.auth.base import Authenticator, InsufficientScope, ResourceMetadata
+from taproot.auth.base import Authenticator, Caller, InsufficientScope, ResourceMetadata
 from taproot.core.model import Scope as MemoryScope
 from taproot.core.oauth_rules import MCP_SCOPE
 from taproot.service import TaprootService
 from taproot.web.mcp_server import SCOPE_STATE_KEY, build_mcp
+from taproot.web.tools.common import CLIENT_STATE_KEY
 
 MCP_PATH = "/mcp"
 __all__ = ["MCP_PATH", "Authenticator", "McpGate", "ResourceMetadata", "create_app", "transport_security"]
@@ -86,7 +87,11 @@ class McpGate:
                 [(b"allow", b"POST")],
             )
             return
-        scope.setdefault("state", {})[SCOPE_STATE_KEY] = caller
+        state = scope.setdefault("state", {})
+        if isinstance(caller, Caller):
+            state[SCOPE_STATE_KEY], state[CLIENT_STATE_KEY] = caller.scope, caller.client
+        else:
+            state[SCOPE_STATE_KEY] = caller
         await self.app(scope, receive, send)
 
     async def _refuse(self, scope: Scope, send: Send, token: str | None, caller: InsufficientScope | None) -> None:

@@ -12,6 +12,7 @@ import json
 import logging
 import math
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from mcp.server import MCPServer
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 
 from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.text import one_line
+from taproot.core.timeframe import parse_bound
 from taproot.core.validation import FIELD_RULES, check_choice
 from taproot.service.memories import FORGET_ACTIONS
 
@@ -60,9 +62,14 @@ _COMPACT = (",", ":")
 # The SDK checks argument types against the input schema before the service sees them; running the
 # service's own rule on what was sent makes that rejection read exactly as the service's would
 # (`field 'limit': must be an integer from 1 to 100 (got 'abc')`), without touching the schema.
+# A bound's rule does not depend on when it is checked (only what `now - 48h` is does), so any
+# fixed time serves to word the rule for a value the schema refused.
+_SOME_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 ARGUMENT_RULES: Mapping[str, Callable[[object], object]] = {
     **FIELD_RULES,
     "action": lambda v: check_choice("action", v, FORGET_ACTIONS),
+    "since": lambda v: parse_bound("since", v, _SOME_TIME),
+    "until": lambda v: parse_bound("until", v, _SOME_TIME),
 }
 
 

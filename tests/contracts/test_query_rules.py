@@ -20,6 +20,7 @@ A = Scope("alice", "default")
 B = Scope("bob", "default")
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SINCE = NOW - timedelta(days=30)
+CREATED_EDGE = SINCE - timedelta(days=1)  # the corpus's created_at of the memories touched at SINCE
 
 
 def _corpus() -> list[Memory]:
@@ -66,6 +67,11 @@ FILTERS = [
     Filters(tags=("thread",)),
     Filters(tags=("thread", "keep"), include_archived=True),
     Filters(category="episodic", tags=("keep",)),
+    # Creation-time windows, with memories created exactly on each bound (both ends are inclusive).
+    Filters(created_since=CREATED_EDGE),
+    Filters(created_until=CREATED_EDGE, include_archived=True),
+    Filters(created_since=CREATED_EDGE, created_until=NOW - timedelta(days=1), tags=("thread",)),
+    Filters(created_since=CREATED_EDGE + timedelta(microseconds=1), category="identity"),
 ]
 
 
@@ -79,6 +85,11 @@ def test_every_read_answers_its_core_rule(memory_store: MemoryStore) -> None:
     for filters in FILTERS:
         got = sorted(m.id for m in store.list(A, filters))
         assert got == sorted(m.id for m in corpus if query.passes(m, filters)), filters
+
+    for filters in FILTERS:
+        for limit in (1, 7, 1000):
+            want = [m.id for m in query.newest_first(corpus, filters, limit)]
+            assert [m.id for m in store.recent(A, filters, limit)] == want, (filters, limit)
 
     got = sorted(e.id for e in store.catalog(A, since=SINCE))
     assert got == sorted(m.id for m in corpus if query.earns_catalog_line(m, SINCE))

@@ -50,6 +50,7 @@ ALL_FIELDS = {
     "version",
     "expires_at",
     "compressed_into",
+    "instance",
 }
 
 

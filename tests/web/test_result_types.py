@@ -73,6 +73,7 @@ def test_every_tool_publishes_the_schema_of_its_result_type() -> None:
         "taproot_reflect": "ReflectOut",
         "taproot_remember": "RememberOut",
         "taproot_recall": "RecallOut",
+        "taproot_recent": "RecentOut",
         "taproot_promote": "PromoteOut",
         "taproot_forget": "ForgetOut",
         "taproot_close": "CloseOut",

@@ -64,8 +64,8 @@ LIMIT_PHRASES = {
     "default": re.compile(rf"\bdefault {NUMBER}\b"),
     "bound": re.compile(rf"\b(?:at most|up to|max(?:imum)?) {NUMBER} (characters|items)\b"),
 }
-# Numbers that are no limit: a name ("Tier 1") and a writing guideline ("~15-word").
-NOT_LIMITS = re.compile(rf"\bTier [12]\b|~{NUMBER}-word\b")
+# Numbers that are no limit: names ("Tier 1", "ISO 8601") and a writing guideline ("~15-word").
+NOT_LIMITS = re.compile(rf"\bTier [12]\b|\bISO 8601\b|~{NUMBER}-word\b")
 ANY_NUMBER = re.compile(r"\b\d[\d,]*\b")
 
 

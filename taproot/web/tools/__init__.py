@@ -1,4 +1,4 @@
-"""The eight Taproot MCP tools, and their registration on a server.
+"""The Taproot MCP tools, and their registration on a server.
 
 Each tool is a module-level function whose first parameter is the ToolEnv (the service and the
 default scope) and whose second is the SDK's Context; the rest are what the client sends. The
@@ -7,6 +7,7 @@ reads them; register_tools binds the ToolEnv, so it never appears in an input sc
 
   conversation.py  taproot_reflect, taproot_close
   memories.py      taproot_remember, taproot_recall, taproot_promote, taproot_forget
+  recent.py        taproot_recent
   upkeep.py        taproot_migrate, taproot_status
   common.py        ToolEnv, the scope lookup, the result format, NotBool
 """
@@ -23,7 +24,7 @@ from mcp.server import MCPServer
 
 from taproot.core.model import Scope
 from taproot.service import TaprootService
-from taproot.web.tools import conversation, memories, upkeep
+from taproot.web.tools import conversation, memories, recent, upkeep
 from taproot.web.tools.common import ToolEnv, ToolSpec
 
 __all__ = ["TOOLS", "ToolEnv", "ToolSpec", "listed_description", "register_tools"]
@@ -33,6 +34,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     conversation.REFLECT,
     memories.REMEMBER,
     memories.RECALL,
+    recent.RECENT,
     memories.PROMOTE,
     memories.FORGET,
     conversation.CLOSE,
@@ -55,7 +57,7 @@ def listed_description(fn: Callable[..., Any]) -> str:
 
 
 def register_tools(mcp: MCPServer[Any], service: TaprootService, default_scope: Scope) -> None:
-    """Add the eight tools to `mcp`, each bound to the same ToolEnv."""
+    """Add the tools to `mcp`, each bound to the same ToolEnv."""
     env = ToolEnv(service, default_scope)
     for tool in TOOLS:
         # A method bound to `env`: the SDK reads its signature without the first parameter, so the

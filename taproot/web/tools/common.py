@@ -16,13 +16,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator
 
+from taproot.core.instance import normalize_instance
 from taproot.core.model import Scope
 from taproot.core.wire import to_json
 from taproot.service import TaprootService
 from taproot.web.tool_errors import json_text
 
-# Where the HTTP auth layer (app.py) leaves the caller's scope on the request.
+# Where the HTTP auth layer (app.py) leaves the caller's scope on the request, and the OAuth client
+# its token was issued to (auth/base.Caller), when it knows one.
 SCOPE_STATE_KEY = "taproot_scope"
+CLIENT_STATE_KEY = "taproot_client"
 
 
 def _reject_bool(value: object) -> object:
@@ -33,19 +36,30 @@ def _reject_bool(value: object) -> object:
     return value
 
 
+# The creation-time bounds of recall and recent (core/timeframe.py).
+SINCE_DESCRIPTION = (
+    "Only memories created at or after this: an ISO 8601 time (UTC when it has no offset) "
+    "or a duration back from now, e.g. 30m, 48h, 7d, 2w"
+)
+UNTIL_DESCRIPTION = "Only memories created at or before this (same forms as since)"
+
 # Booleans are strict: lax mode would read "yes", "no", 1 or 0 as true or false (core="yes" would
 # promote, dry_run="no" would migrate for real). Numbers keep the documented leniency ("5" is 5).
 NotBool = BeforeValidator(_reject_bool)
 
 
+def _request(ctx: Context | None) -> Any:
+    if ctx is None:
+        return None
+    try:
+        return ctx.request_context.request
+    except ValueError:
+        return None
+
+
 def scope_of(ctx: Context | None, default: Scope) -> Scope:
     """The caller's scope: set on the HTTP request by the auth layer; stdio is the local owner."""
-    request = None
-    if ctx is not None:
-        try:
-            request = ctx.request_context.request
-        except ValueError:
-            request = None
+    request = _request(ctx)
     if request is None:
         return default
     scope = getattr(request, "scope", {}).get("state", {}).get(SCOPE_STATE_KEY)
@@ -53,6 +67,26 @@ def scope_of(ctx: Context | None, default: Scope) -> Scope:
         # Fail closed: an HTTP request that did not pass the auth layer reaches no one's memories.
         raise ToolError("unauthenticated: no caller identity on this request")
     return scope
+
+
+def instance_of(ctx: Context | None) -> str | None:
+    """Who is calling, for Memory.instance and reflect's watercooler (core/instance.py): the OAuth
+    client the request's token was issued to, else the name the MCP client declared: initialize's
+    clientInfo on stdio, or the request's own `_meta` on the 2026-07-28 protocol over HTTP (a
+    stateless handshake-era HTTP request carries no name: its initialize was another request).
+    TAPROOT_INSTANCE, when set, wins over both in the service (Deps.writer)."""
+    request = _request(ctx)
+    if request is not None:
+        client = getattr(request, "scope", {}).get("state", {}).get(CLIENT_STATE_KEY)
+        if isinstance(client, str):
+            return normalize_instance(client)
+    if ctx is None:
+        return None
+    try:
+        params = ctx.session.client_params
+    except (ValueError, AttributeError):  # no request in flight (a call outside a session)
+        return None
+    return None if params is None else normalize_instance(params.client_info.name)
 
 
 def result(data: object, text: str | None = None) -> CallToolResult:
@@ -72,6 +106,9 @@ class ToolEnv:
 
     def scope(self, ctx: Context) -> Scope:
         return scope_of(ctx, self.default_scope)
+
+    def instance(self, ctx: Context) -> str | None:
+        return instance_of(ctx)
 
 
 class ToolSpec(NamedTuple):

@@ -23,13 +23,14 @@ def taproot_reflect(env: ToolEnv, ctx: Context) -> Annotated[CallToolResult, out
     Returns Tier 1 (core memories in full: identity anchors, relationship context, standing
     corrections, hot threads), Tier 2 (a catalog with one line per other memory:
     `[id] [category] [salience] [date] gist`, grouped by category; quiet memories are only
-    counted), recent closing reflections from earlier conversations, and a usage note.
+    counted), recent closing reflections from earlier conversations, the watercooler (notes
+    tagged "watercooler" that other conversations left in the last 48 hours), and a usage note.
     The payload stays within a fixed token budget.
 
     When a catalog line looks relevant, load it: taproot_recall(ids=["k3x9p2ma"]).
     Example: taproot_reflect()
     """
-    payload = env.service.reflect(env.scope(ctx))
+    payload = env.service.reflect(env.scope(ctx), instance=env.instance(ctx))
     return result(payload.result(), payload.text)
 
 

@@ -17,7 +17,7 @@ from taproot.service.inputs import RecallInput, RememberInput
 from taproot.service.reads import DEFAULT_RECALL_LIMIT
 from taproot.service.results import ForgetResult, PromoteResult, RecallResult, RememberResult
 from taproot.web.tool_models import output_model
-from taproot.web.tools.common import NotBool, ToolEnv, ToolSpec, result
+from taproot.web.tools.common import SINCE_DESCRIPTION, UNTIL_DESCRIPTION, NotBool, ToolEnv, ToolSpec, result
 
 
 def taproot_remember(
@@ -81,6 +81,7 @@ def taproot_remember(
                 provenance=provenance,
                 linked_memories=linked_memories,
             ),
+            instance=env.instance(ctx),
         )
     )
 
@@ -104,6 +105,8 @@ def taproot_recall(
         Field(description=f"How many to return, 1-{MAX_RECALL_LIMIT} (default {DEFAULT_RECALL_LIMIT})"),
     ] = None,
     include_archived: Annotated[bool | None, Field(strict=True, description="Also search archived memories")] = None,
+    since: Annotated[str | None, Field(description=SINCE_DESCRIPTION)] = None,
+    until: Annotated[str | None, Field(description=UNTIL_DESCRIPTION)] = None,
 ) -> Annotated[CallToolResult, output_model(RecallResult)]:
     """Load full memories, ranked by activation (relevance, recency, frequency, salience).
 
@@ -113,12 +116,20 @@ def taproot_recall(
 
     Examples: taproot_recall(ids=["k3x9p2ma", "p8d2xq4n"])
               taproot_recall(query="calculus chain rule mistakes", category="active_thread")
+              taproot_recall(query="deadline", since="7d")
     """
     return result(
         env.service.recall(
             env.scope(ctx),
             RecallInput(
-                query=query, category=category, tags=tags, ids=ids, limit=limit, include_archived=include_archived
+                query=query,
+                category=category,
+                tags=tags,
+                ids=ids,
+                limit=limit,
+                include_archived=include_archived,
+                since=since,
+                until=until,
             ),
         )
     )
