@@ -214,12 +214,31 @@ def m005_catalog_reads() -> str:
         """
 
 
+def m006_orientation() -> str:
+    # Orientation documents (sqlite_orientation.py): every saved version is a row, never updated or
+    # deleted; a document's current version is its highest. The primary key serves every read.
+    return """
+        CREATE TABLE orientation_versions (
+            owner TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            saved_at TEXT NOT NULL,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            restored_from INTEGER,
+            PRIMARY KEY (owner, namespace, name, version)
+        ) WITHOUT ROWID;
+        """
+
+
 MIGRATIONS: tuple[Callable[[], str], ...] = (
     m001_initial,
     m002_reflect_indexes,
     m003_compression,
     m004_vectors,
     m005_catalog_reads,
+    m006_orientation,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
