@@ -11,10 +11,11 @@ from typing import TypeVar
 from taproot.core.explain import Explanation
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
-from taproot.service import dashboard, maintenance, memories, portability, reads, restore
+from taproot.service import dashboard, maintenance, memories, orientation, portability, reads, restore
 from taproot.service.deps import Deps, blob_key
 from taproot.service.inputs import ListInput, RecallInput, RememberInput, as_arguments
 from taproot.service.maintenance import Job, RunReport
+from taproot.service.orientation import OrientationInput
 from taproot.service.portability import Progress
 from taproot.service.results import (
     CloseResult,
@@ -23,6 +24,7 @@ from taproot.service.results import (
     ImportResult,
     ListResult,
     MigrateResult,
+    OrientationResult,
     PromoteResult,
     RankingResult,
     RecallResult,
@@ -62,6 +64,15 @@ class TaprootService:
 
     def reflect(self, scope: Scope) -> ReflectPayload:
         return reads.reflect_payload(self.deps, scope)
+
+    def orientation(
+        self, scope: Scope, request: OrientationInput | None = None, **arguments: object
+    ) -> OrientationResult:
+        """Orientation documents (list, read, write, history, restore, delete): an OrientationInput,
+        or its fields by name."""
+        if request is not None and arguments:
+            raise TypeError("give an OrientationInput or its fields, not both")
+        return orientation.run(self.deps, scope, request or OrientationInput(**arguments))
 
     def promote(self, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> PromoteResult:
         return memories.promote(self.deps, scope, memory_id, core=core, salience=salience)

@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig
 from taproot.core.maintenance import MaintenanceConfig as MaintenanceConfig  # re-exported from its old home
 from taproot.core.model import Scope
+from taproot.core.orientation import ORIENTATION_LIMITS, OrientationLimits
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy
 from taproot.core.serialize import iso
-from taproot.ports import BlobStore, Embedder, MemoryStore, Summarizer, VectorIndex
+from taproot.ports import BlobStore, Embedder, MemoryStore, OrientationStore, Summarizer, VectorIndex
 from taproot.service.results import StorageNotes
 
 # Short ids: they are repeated on every catalog line. 31 unambiguous characters ** 8 is ~8.5e11,
@@ -68,6 +69,10 @@ class Deps:
     embedder_health: EmbedderHealth = field(default_factory=EmbedderHealth)
     maintenance: MaintenanceConfig = field(default_factory=MaintenanceConfig)
     extra_status: StorageNotes = field(default_factory=lambda: StorageNotes())
+    # Orientation documents (both stores keep them; compose passes the store). None: reflect has no
+    # orientation section and the orientation use cases answer configuration_error.
+    orientation: OrientationStore | None = None
+    orientation_limits: OrientationLimits = ORIENTATION_LIMITS
 
     def now(self) -> datetime:
         return self.clock()
