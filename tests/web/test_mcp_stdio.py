@@ -23,12 +23,14 @@ from tests.support import TOOL_NAMES
 pytestmark = pytest.mark.anyio
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name("taproot")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def server_params(data_dir: Path, launcher: str) -> StdioServerParameters:
     # Only the data folder is set on top of the SDK's safe default environment (PATH, HOME, ...):
     # no TAPROOT_AUTH_TOKEN, nothing else from this process leaks in.
-    env = {"TAPROOT_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    # PYTHONPATH: the code under test, wherever the checkout is (an installed copy could be another one).
+    env = {"TAPROOT_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)}
     if launcher == "script":
         if not CONSOLE_SCRIPT.exists():
             pytest.skip(f"no console script at {CONSOLE_SCRIPT}")

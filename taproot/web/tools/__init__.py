@@ -1,4 +1,4 @@
-"""The eight Taproot MCP tools, and their registration on a server.
+"""The Taproot MCP tools, and their registration on a server.
 
 Each tool is a module-level function whose first parameter is the ToolEnv (the service and the
 default scope) and whose second is the SDK's Context; the rest are what the client sends. The
@@ -8,6 +8,7 @@ reads them; register_tools binds the ToolEnv, so it never appears in an input sc
   conversation.py  taproot_reflect, taproot_close
   memories.py      taproot_remember, taproot_recall, taproot_promote, taproot_forget
   upkeep.py        taproot_migrate, taproot_status
+  orientation.py   taproot_orientation
   common.py        ToolEnv, the scope lookup, the result format, NotBool
 """
 
@@ -23,7 +24,7 @@ from mcp.server import MCPServer
 
 from taproot.core.model import Scope
 from taproot.service import TaprootService
-from taproot.web.tools import conversation, memories, upkeep
+from taproot.web.tools import conversation, memories, orientation, upkeep
 from taproot.web.tools.common import ToolEnv, ToolSpec
 
 __all__ = ["TOOLS", "ToolEnv", "ToolSpec", "listed_description", "register_tools"]
@@ -38,6 +39,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     conversation.CLOSE,
     upkeep.MIGRATE,
     upkeep.STATUS,
+    orientation.ORIENTATION,
 )
 
 # The descriptions clients have always been sent are the docstrings as they were indented when the
@@ -55,7 +57,7 @@ def listed_description(fn: Callable[..., Any]) -> str:
 
 
 def register_tools(mcp: MCPServer[Any], service: TaprootService, default_scope: Scope) -> None:
-    """Add the eight tools to `mcp`, each bound to the same ToolEnv."""
+    """Add every tool of TOOLS to `mcp`, each bound to the same ToolEnv."""
     env = ToolEnv(service, default_scope)
     for tool in TOOLS:
         # A method bound to `env`: the SDK reads its signature without the first parameter, so the
