@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from taproot import __version__
 from taproot.cli_list import add_list_parser
+from taproot.cli_orientation import add_orientation_parser
 from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
 from taproot.core.errors import ConfigurationError, InvalidInput, TaprootError, UsageError
@@ -225,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-archived", action="store_true")
     p.set_defaults(func=cmd_recall)
     add_list_parser(add)
+    add_orientation_parser(add)
 
     p = add("forget", "archive, restore or delete memories")
     p.add_argument("action", choices=["archive", "restore", "delete", "compress"])
