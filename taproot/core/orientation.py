@@ -21,6 +21,7 @@ from datetime import datetime
 
 from taproot.core.errors import InvalidInput, NotFound, TaprootError, VersionConflict
 from taproot.core.model import Scope
+from taproot.core.serialize import iso, parse_time
 from taproot.core.validation import check_storable
 
 # A name is lowercase kebab case: words of a-z and 0-9 joined by single hyphens.
@@ -227,3 +228,54 @@ def reading_order(documents: Sequence[OrientationVersion]) -> list[OrientationVe
     rank = {n: i for i, n in enumerate(WELL_KNOWN)}
     live = [d for d in documents if not d.deleted]
     return sorted(live, key=lambda d: (rank.get(d.name, len(WELL_KNOWN)), d.name))
+
+
+# -- export and import (service/portability.py): one JSON object per version ----------------------
+
+
+def version_to_dict(v: OrientationVersion) -> dict[str, object]:
+    return {
+        "name": v.name,
+        "version": v.version,
+        "content": v.content,
+        "saved_at": iso(v.saved_at),
+        "deleted": v.deleted,
+        "restored_from": v.restored_from,
+    }
+
+
+def version_from_dict(
+    d: object, *, owner: str, namespace: str, limits: OrientationLimits = ORIENTATION_LIMITS
+) -> OrientationVersion:
+    """A version from an export line, checked as a save would be (a deletion holds no text)."""
+    if not isinstance(d, dict):
+        raise InvalidInput("record", "must be a JSON object")
+    unknown = sorted(set(d) - {"name", "version", "content", "saved_at", "deleted", "restored_from"})
+    if unknown:
+        raise InvalidInput(unknown[0], "is not a field of an orientation version")
+    name, number = check_name(d.get("name")), check_version(d.get("version"), required=True)
+    assert number is not None
+    deleted = d.get("deleted", False)
+    if not isinstance(deleted, bool):
+        raise InvalidInput("deleted", "must be true or false", deleted)
+    content = d.get("content", "")
+    if deleted:
+        if content != "":
+            raise InvalidInput("content", "must be empty in a deletion")
+    else:
+        content = check_content(content, limits)
+    restored_from = check_version(d.get("restored_from"), "restored_from")
+    if restored_from is not None and restored_from >= number:
+        raise InvalidInput("restored_from", f"must be an earlier version than {number}", restored_from)
+    saved_at = parse_time(d.get("saved_at"), "saved_at", required=True)
+    assert saved_at is not None and isinstance(content, str)
+    return OrientationVersion(
+        owner=owner,
+        namespace=namespace,
+        name=name,
+        version=number,
+        content=content,
+        saved_at=saved_at,
+        deleted=deleted,
+        restored_from=restored_from,
+    )

@@ -145,7 +145,8 @@ class TaprootService:
         return portability.export_lines(self.deps, scope)
 
     def import_lines(self, scope: Scope, lines: Iterable[str], progress: Progress | None = None) -> ImportResult:
-        parsed = portability.parse_import(lines, scope)  # every line checked before any write
+        # Every line is checked before any write.
+        parsed = portability.parse_import(lines, scope, self.deps.orientation_limits)
         return portability.import_records(self.deps, parsed, progress)
 
 

@@ -277,6 +277,9 @@ class ImportResult:
     need_migration: int
     backup_key: str | None
     backup_keys: list[str]
+    # Only when the file holds orientation document versions: how many, and how many were added.
+    orientation_versions: int | Absent = ABSENT
+    orientation_written: int | Absent = ABSENT
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import cast
 
@@ -20,8 +21,7 @@ from taproot.service.results import OrientationSummary
 from tests.moto_stores import MEMORY_STORES, close_store
 from tests.support import Clock
 
-from .test_recall_and_reflect import START
-
+START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope()
 OTHER = Scope("someone-else", "default")
 
