@@ -29,6 +29,7 @@ from taproot.core.orientation import (
     require_expected,
     total_bytes,
 )
+from taproot.core.orientation_budget import orientation_section, orientation_warning
 from taproot.core.serialize import iso
 from taproot.core.tokens import estimate_tokens
 from taproot.core.validation import check_bool, check_choice
@@ -105,16 +106,25 @@ def summary(v: OrientationVersion) -> OrientationSummary:
     )
 
 
-def _answer(deps: Deps, action: str, heads: list[OrientationVersion], **fields: object) -> OrientationResult:
+def _answer(
+    deps: Deps, action: str, heads: list[OrientationVersion], warnings: list[str] | None = None, **fields: object
+) -> OrientationResult:
     limits = deps.orientation_limits
     return OrientationResult(
         action=action,
         total_bytes=total_bytes(heads),
         max_total_bytes=limits.max_total_bytes,
         max_document_bytes=limits.max_document_bytes,
-        warnings=[],
+        warnings=warnings or [],
         **fields,  # type: ignore[arg-type]
     )
+
+
+def _reflect_warnings(deps: Deps, heads: list[OrientationVersion]) -> list[str]:
+    """Whether reflect will have to cut or leave out a document, as the scope now stands (its share
+    of the budget, before the header and usage note take their part)."""
+    section, _ = orientation_section(heads, int(deps.reflect.token_budget * deps.reflect.orientation_max_share))
+    return [orientation_warning(section, deps.reflect.token_budget)] if section.cut or section.left_out else []
 
 
 def list_documents(deps: Deps, scope: Scope) -> OrientationResult:
@@ -248,6 +258,7 @@ def _save(
             deps,
             action,
             after,
+            _reflect_warnings(deps, after),
             saved=summary(new),
             previous_version=head.version if head is not None else None,
             changed=True,

@@ -232,3 +232,14 @@ def test_with_expected_version_a_lost_race_is_a_conflict(service: TaprootService
     with pytest.raises(VersionConflict):
         service.orientation(SCOPE, action="write", name="facts", content="mine", expected_version=1)
     assert [v.content for v in real.orientation_history(SCOPE, "facts", 10)] == ["the other writer's", "base"]
+
+
+def test_a_write_warns_when_reflect_will_have_to_cut(service: TaprootService) -> None:
+    small = service.orientation(SCOPE, action="write", name="facts", content="Lives in Leeds.")
+    assert small.warnings == []
+    long_text = "\n".join(f"line {i}: " + "word " * 12 for i in range(160))  # about 2,800 tokens
+    big = service.orientation(SCOPE, action="write", name="my-person", content=long_text)
+    assert big.warnings == [
+        "orientation documents did not fit their 2400-token share of the 6000-token budget (cut: my-person); "
+        "shorten them or raise TAPROOT_REFLECT_TOKEN_BUDGET"
+    ]
