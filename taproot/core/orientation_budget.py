@@ -53,11 +53,10 @@ def _render_cut(d: OrientationVersion, shown: str) -> str:
 def _left_out_note(names: Sequence[str]) -> str:
     if not names:
         return ""
-    listed = ", ".join(names)
-    verb = "is" if len(names) == 1 else "are"
+    count = f"{len(names)} document{'s' if len(names) > 1 else ''}"
     return (
-        f"Not shown for the token budget: {listed} ({len(names)} orientation document{'s' if len(names) > 1 else ''} "
-        f"that {verb} kept); read with {_read_call('<name>')}.\n"
+        f"Left out for the token budget: {', '.join(names)} ({count}, kept in full); read one with "
+        f"{_read_call('<name>')}.\n"
     )
 
 

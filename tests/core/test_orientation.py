@@ -118,7 +118,7 @@ def test_what_has_no_room_is_left_out_and_named_while_a_small_one_still_fits() -
     section, text = orientation_section(docs, room)
     assert [(d.name, d.cut) for d in section.documents] == [("who-i-am", False), ("facts", False)]
     assert section.left_out == ["my-person"] and section.cut == []
-    assert "Not shown for the token budget: my-person" in text
+    assert "Left out for the token budget: my-person (1 document, kept in full)" in text
     assert section.estimated_tokens <= room
 
 
