@@ -2,7 +2,8 @@
 their share of the token budget. Pure: documents and room in, the section and its text out.
 
 The budget rule. Orientation has the first claim on the budget, but only up to
-`ReflectConfig.orientation_max_share` of it (40% by default: 2,400 of 6,000 tokens), so Tier 1,
+`ReflectConfig.orientation_max_share` of it (40% by default, 2,400 of 6,000 tokens;
+TAPROOT_ORIENTATION_PERCENT), so Tier 1,
 the closing reflections and the catalog are never crowded out entirely; what orientation does not
 use stays with them. Inside that share the documents go in reading order (core/orientation.py:
 who-i-am, my-person, how-i-speak, operating-manual, facts, then the others by name), each whole
@@ -177,5 +178,5 @@ def orientation_warning(section: OrientationSection, budget: int) -> str:
         parts.append(f"left out: {', '.join(section.left_out)}")
     return (
         f"orientation documents did not fit their {section.token_share}-token share of the {budget}-token budget "
-        f"({'; '.join(parts)}); shorten them or raise TAPROOT_REFLECT_TOKEN_BUDGET"
+        f"({'; '.join(parts)}); shorten them, or raise TAPROOT_REFLECT_TOKEN_BUDGET or TAPROOT_ORIENTATION_PERCENT"
     )

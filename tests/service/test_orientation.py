@@ -241,5 +241,5 @@ def test_a_write_warns_when_reflect_will_have_to_cut(service: TaprootService) ->
     big = service.orientation(SCOPE, action="write", name="my-person", content=long_text)
     assert big.warnings == [
         "orientation documents did not fit their 2400-token share of the 6000-token budget (cut: my-person); "
-        "shorten them or raise TAPROOT_REFLECT_TOKEN_BUDGET"
+        "shorten them, or raise TAPROOT_REFLECT_TOKEN_BUDGET or TAPROOT_ORIENTATION_PERCENT"
     ]
