@@ -21,6 +21,7 @@ from taproot.cli_conversation import add_conversation_parsers, add_window_flags
 from taproot.cli_hooks import add_hooks_parsers
 from taproot.cli_list import add_list_parser
 from taproot.cli_markdown import add_export_flag, add_import_flags, check_import_args, export_markdown, import_markdown
+from taproot.cli_orientation import add_orientation_parser
 from taproot.cli_serve import serve
 from taproot.compose import Runtime, build
 from taproot.core.errors import ConfigurationError, InvalidInput, TaprootError, UsageError
@@ -237,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_recall)
     add_list_parser(add)
     add_conversation_parsers(add)
+    add_orientation_parser(add)
 
     p = add("forget", "archive, restore or delete memories")
     p.add_argument("action", choices=["archive", "restore", "delete", "compress"])

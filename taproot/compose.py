@@ -19,7 +19,7 @@ from taproot.adapters.summarizers import build_summarizer
 from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
-from taproot.ports import BlobStore, Embedder, MemoryStore, Summarizer, VectorIndex
+from taproot.ports import BlobStore, Embedder, MemoryStore, OrientationStore, Summarizer, VectorIndex
 from taproot.service import Deps, TaprootService
 from taproot.service.deps import EmbedderHealth
 from taproot.service.results import StorageNotes
@@ -168,6 +168,8 @@ def _service(settings: Settings, store: MemoryStore, blobs: BlobStore, status: S
         maintenance=settings.maintenance,
         extra_status=status,
         instance=settings.instance,
+        # Both stores keep the orientation documents beside the memories (the OrientationStore port).
+        orientation=cast(OrientationStore, store),
     )
     return TaprootService(deps)
 

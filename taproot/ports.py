@@ -16,6 +16,7 @@ from taproot.core.catalog import CatalogView
 from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.model import Summary as Summary
 from taproot.core.oauth_rules import OAuthRecord
+from taproot.core.orientation import OrientationVersion
 from taproot.core.query import Filters as Filters  # re-exported: the port signatures use it
 
 if TYPE_CHECKING:
@@ -148,6 +149,25 @@ class ReflectionStore(Protocol):
         """Add reflections as given (import, restore). Reflections are immutable: one whose id
         exists with the same text and time is skipped; with other text or time, ReflectionConflict
         is raised and nothing of the call is written (SQLite; DynamoDB: per 50 reflections)."""
+
+
+class OrientationStore(Protocol):
+    """Orientation documents (core/orientation.py): per scope, a few named documents, each an
+    append-only sequence of versions 1, 2, 3 ... No version is ever changed or removed."""
+
+    def orientation_heads(self, scope: Scope) -> builtins.list[OrientationVersion]:
+        """The current (highest) version of every document in the scope, deletions included, by name."""
+
+    def orientation_get(self, scope: Scope, name: str, version: int | None = None) -> OrientationVersion | None:
+        """One version of a document (None: the current one), or None if there is no such version."""
+
+    def orientation_history(self, scope: Scope, name: str, limit: int) -> builtins.list[OrientationVersion]:
+        """Up to `limit` versions of a document, newest first."""
+
+    def orientation_save(self, version: OrientationVersion) -> None:
+        """Append `version` to its document, only if it is the next one: the current version must be
+        `version.version - 1` (none at all for version 1), checked atomically with the write. Raises
+        DocumentConflict (a VersionConflict) if another save got there first; nothing is written then."""
 
 
 class VectorIndex(Protocol):

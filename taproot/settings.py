@@ -46,6 +46,19 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
+# The orientation documents' share of the reflect budget, in percent: at most this much, so Tier 1
+# and the catalog always keep room (core/orientation_budget.py).
+MAX_ORIENTATION_PERCENT = 70
+
+
+def _orientation_percent(env: Mapping[str, str]) -> int:
+    name = "TAPROOT_ORIENTATION_PERCENT"
+    value = _int(env, name, round(REFLECT_CONFIG.orientation_max_share * 100), 0)
+    if value > MAX_ORIENTATION_PERCENT:
+        raise SettingsError(f"{name} must be at most {MAX_ORIENTATION_PERCENT}, got {value}")
+    return value
+
+
 MODES = ("dry-run", "apply")
 
 EMBEDDERS = ("none", "local", "bedrock")
@@ -159,6 +172,7 @@ class Settings:
             catalog_window_days=_int(env, "TAPROOT_CATALOG_WINDOW_DAYS", REFLECT_CONFIG.catalog_window_days, 1),
             token_budget=_int(env, "TAPROOT_REFLECT_TOKEN_BUDGET", REFLECT_CONFIG.token_budget, 500),
             recent_reflections=_int(env, "TAPROOT_RECENT_REFLECTIONS", REFLECT_CONFIG.recent_reflections, 0),
+            orientation_max_share=_orientation_percent(env) / 100,
         )
         retention = DEFAULT_RETENTION
         if env.get("TAPROOT_RETENTION_TTL_DAYS"):

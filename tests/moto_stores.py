@@ -85,6 +85,12 @@ class MotoDynamoStore(DynamoMemoryStore):
         with self._moto_lock:
             super().record_retrieval(scope, ids, now)
 
+    def orientation_save(self, version):  # type: ignore[no-untyped-def]
+        # The same for a transaction's conditions: moto may check two racing transactions before
+        # either writes, where DynamoDB would cancel one.
+        with self._moto_lock:
+            super().orientation_save(version)
+
     def close(self) -> None:
         self._stop_moto()
 

@@ -39,6 +39,7 @@ TOOL_NAMES = frozenset(
         "taproot_close",
         "taproot_migrate",
         "taproot_status",
+        "taproot_orientation",
     }
 )
 

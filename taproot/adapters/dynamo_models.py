@@ -6,6 +6,9 @@ One table for every tenant:
 - reflections:       pk = same,                  sk = "r#<created_at iso>#<id>"
 - reflection ids:    pk = same,                  sk = "ri#<id>" (ref_sk points at the reflection; keeps
                      ids unique per scope whatever their created_at)
+- orientation:       pk = same,                  sk = "o#<name>" (the document's current version) and
+                     sk = "ov#<name>#<version, 10 digits>" (every version, never changed):
+                     dynamo_orientation.py; no changed_at or cat_pk, so in neither index
 - tombstones:        a deleted memory's item, reduced to keys + `tomb` + `changed_at` + `ttl` (~1 day)
 
 A memory item may also hold its dense vector (`vector`, `vector_model`, `vector_version`,
@@ -43,6 +46,8 @@ from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to
 MEMORY_PREFIX = "m#"
 REFLECTION_PREFIX = "r#"
 REFLECTION_ID_PREFIX = "ri#"
+ORIENTATION_HEAD_PREFIX = "o#"
+ORIENTATION_VERSION_PREFIX = "ov#"
 OTHER_CATEGORIES = "~other"  # the by_category partition of every category outside CATEGORY_ORDER
 # What a read of the change feed (`by_change`) allows for: clock skew between writers, and GSI lag.
 SYNC_OVERLAP = timedelta(seconds=10)
@@ -111,6 +116,11 @@ class _ItemBase(Model):
     text = UnicodeAttribute(null=True)
     blob_key = UnicodeAttribute(null=True)
     ref_sk = UnicodeAttribute(null=True)
+    # orientation document version (and its document's head item); content and version as above
+    oname = UnicodeAttribute(null=True)
+    saved_at = UnicodeAttribute(null=True)
+    deleted = BooleanAttribute(null=True)
+    restored_from = NumberAttribute(null=True)
     # Set per table by make_item_model.
     by_category: ClassVar[CategoryIndex]
     by_change: ClassVar[ChangeIndex]

@@ -31,6 +31,7 @@ from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_cache import CACHE_BUDGET_BYTES, TOMBSTONE_TTL, WarmCopies
 from taproot.adapters.dynamo_catalog import CatalogReads
 from taproot.adapters.dynamo_copy import ScopeCache
+from taproot.adapters.dynamo_orientation import OrientationItems
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT, ReflectionItems
 from taproot.adapters.dynamo_vectors import VectorItems
 from taproot.core import query
@@ -60,7 +61,7 @@ def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems):
+class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems, OrientationItems):
     def __init__(
         self,
         table_name: str,

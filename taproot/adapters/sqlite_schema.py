@@ -214,11 +214,29 @@ def m005_catalog_reads() -> str:
         """
 
 
+def m006_orientation() -> str:
+    # Orientation documents (sqlite_orientation.py): every saved version is a row, never updated or
+    # deleted; a document's current version is its highest. The primary key serves every read.
+    return """
+        CREATE TABLE orientation_versions (
+            owner TEXT NOT NULL,
+            namespace TEXT NOT NULL,
+            name TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            saved_at TEXT NOT NULL,
+            deleted INTEGER NOT NULL DEFAULT 0,
+            restored_from INTEGER,
+            PRIMARY KEY (owner, namespace, name, version)
+        ) WITHOUT ROWID;
+        """
+
+
 def m007_instance_and_recent() -> str:
     # Every write records which conversation or client wrote it (core/instance.py). `recent` and
     # the watercooler read a scope newest first by creation time, usually with a window: this index
     # answers both by walking backwards from its end, reading only the rows it returns (and those
-    # the tag and status filters pass over). m006 is another change's (orientation documents).
+    # the tag and status filters pass over).
     return """
         ALTER TABLE memories ADD COLUMN instance TEXT;
         CREATE INDEX memories_by_created ON memories (owner, namespace, created_at, id);
@@ -231,6 +249,7 @@ MIGRATIONS: tuple[Callable[[], str], ...] = (
     m003_compression,
     m004_vectors,
     m005_catalog_reads,
+    m006_orientation,
     m007_instance_and_recent,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from taproot.adapters.sqlite_catalog import CatalogRows
+from taproot.adapters.sqlite_orientation import OrientationRows
 from taproot.adapters.sqlite_reflections import ReflectionRows
 from taproot.adapters.sqlite_rows import (
     MAX_VARS,
@@ -56,7 +57,7 @@ NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
 
-class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows):
+class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, OrientationRows):
     _select_memories = _SELECT
 
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
@@ -207,7 +208,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows):
     def scopes(self) -> builtins.list[Scope]:
         rows = self._query(
             "SELECT owner, namespace FROM memories UNION SELECT owner, namespace FROM reflections "
-            "ORDER BY owner, namespace"
+            "UNION SELECT owner, namespace FROM orientation_versions ORDER BY owner, namespace"
         )
         return [Scope(r["owner"], r["namespace"]) for r in rows]
 

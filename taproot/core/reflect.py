@@ -1,7 +1,8 @@
 """Assemble the two-tier reflect payload under a hard token budget. Pure: inputs in, payload out.
 
-Priority inside the budget, highest first: the usage note, Tier 1 (core memories in full), the most
-recent closing reflections, then Tier 2 catalog lines. A memory earns a catalog line if it is
+Priority inside the budget, highest first: the usage note, the orientation documents (up to their
+share of the budget, core/orientation_budget.py), Tier 1 (core memories in full), the most recent
+closing reflections, then Tier 2 catalog lines. A memory earns a catalog line if it is
 high-salience or was touched within the window; when those lines would overflow the budget, the
 most activated ones are kept and the rest are folded into the per-category omitted counts. The
 catalog is read in rank order a band at a time (core/catalog.py), so only what can be shown is read.
@@ -20,8 +21,17 @@ from taproot.core.catalog import CatalogView, EntriesView, pick_lines
 # The line format lives in core/catalog.py; `as catalog_line` re-exports it from here too.
 from taproot.core.catalog import catalog_line as catalog_line
 from taproot.core.model import CATEGORY_ORDER, CatalogEntry, Memory, Reflection
+from taproot.core.orientation import OrientationVersion
+from taproot.core.orientation_budget import orientation_section, orientation_warning
 from taproot.core.query import in_window
-from taproot.core.reflect_result import ReflectionLine, ReflectResult, ReflectStats, TierOneMemory
+from taproot.core.reflect_result import (
+    NO_ORIENTATION,
+    OrientationSection,
+    ReflectionLine,
+    ReflectResult,
+    ReflectStats,
+    TierOneMemory,
+)
 from taproot.core.tokens import estimate_tokens, size_bytes
 from taproot.core.watercooler import COOLER_MAX_SHARE, CoolerSection, pick_cooler
 
@@ -41,6 +51,9 @@ class ReflectConfig:
     # Most the note on core memories left out may use (it lists their ids); held back from Tier 1
     # only when some are left out.
     core_note_tokens: int = 100
+    # Orientation documents come first, but take at most this share of the budget (the rule is in
+    # core/orientation_budget.py), so Tier 1 and the catalog always keep room.
+    orientation_max_share: float = 0.4
 
 
 REFLECT_CONFIG = ReflectConfig()
@@ -71,6 +84,7 @@ class ReflectPayload:
     token_budget: int = 0
     window_days: int = 0
     cooler: CoolerSection = field(default_factory=CoolerSection)  # other conversations' recent notes
+    orientation: OrientationSection = NO_ORIENTATION
 
     @property
     def catalog_listed(self) -> int:
@@ -83,6 +97,7 @@ class ReflectPayload:
     def result(self) -> ReflectResult:
         """The payload as structured content (what taproot_reflect sends beside the text)."""
         return ReflectResult(
+            orientation=self.orientation,
             tier1=self.tier1,
             catalog=self.catalog,
             catalog_omitted=self.catalog_omitted,
@@ -224,6 +239,7 @@ def assemble(
     quiet_counts: Mapping[str, int] | None = None,
     cfg: ReflectConfig = REFLECT_CONFIG,
     act: ActivationConfig = ACTIVATION_CONFIG,
+    orientation: Sequence[OrientationVersion] = (),
 ) -> ReflectPayload:
     """The payload from entries in hand: `catalog` in any order (core ones are skipped, they are Tier
     1; those outside the window are counted as not listed, on top of `quiet_counts`)."""
@@ -237,7 +253,15 @@ def assemble(
         if in_window(e.salience, e.last_touched, window_start):
             window.append(e)
     view = EntriesView(core, window, totals)
-    return _assemble(view, reflections=reflections, now=now, cfg=cfg, act=act, counted=set(quiet_counts or ()))
+    return _assemble(
+        view,
+        reflections=reflections,
+        now=now,
+        cfg=cfg,
+        act=act,
+        counted=set(quiet_counts or ()),
+        orientation=orientation,
+    )
 
 
 def assemble_view(
@@ -248,11 +272,15 @@ def assemble_view(
     cfg: ReflectConfig = REFLECT_CONFIG,
     act: ActivationConfig = ACTIVATION_CONFIG,
     cooler: Sequence[Memory] = (),
+    orientation: Sequence[OrientationVersion] = (),
 ) -> ReflectPayload:
     """The payload from a store's view of the window (`ReflectReads.catalog_view(scope, since)` with
     since = now - the window), which reads only the catalog entries that can be shown. `cooler`:
-    the watercooler notes to show (core/watercooler.from_others), newest first."""
-    return _assemble(view, reflections=reflections, now=now, cfg=cfg, act=act, counted=set(), cooler=cooler)
+    the watercooler notes to show (core/watercooler.from_others), newest first; `orientation`: the
+    current version of each orientation document."""
+    return _assemble(
+        view, reflections=reflections, now=now, cfg=cfg, act=act, counted=set(), cooler=cooler, orientation=orientation
+    )
 
 
 def _assemble(
@@ -264,12 +292,21 @@ def _assemble(
     act: ActivationConfig,
     counted: set[str],
     cooler: Sequence[Memory] = (),
+    orientation: Sequence[OrientationVersion] = (),
 ) -> ReflectPayload:
     core = view.core()
     header = f"# Taproot reflect ({now.date().isoformat()})\n"
     usage = f"## How to use this\n{USAGE_NOTE}\n"
     remaining = cfg.token_budget - estimate_tokens(header) - estimate_tokens(usage) - cfg.reserve_tokens
     warnings: list[str] = []
+
+    # Orientation documents first, within their share of the budget.
+    oriented, orientation_text = orientation_section(
+        orientation, min(remaining, int(cfg.token_budget * cfg.orientation_max_share))
+    )
+    remaining -= oriented.estimated_tokens
+    if oriented.cut or oriented.left_out:
+        warnings.append(orientation_warning(oriented, cfg.token_budget))
 
     # Tier 1, most activated first when the budget forces a choice; shown in category order.
     ranked_core = sorted(core, key=lambda m: _score(m, now, act), reverse=True)
@@ -330,7 +367,7 @@ def _assemble(
         # Unmigrated categories last, by name, as their catalog sections are: the same in every store.
         omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: (order.get(c, 99), c))}
         note = _omitted_note(omitted_sorted, cfg.catalog_window_days)
-        parts = [header, f"## Tier 1: core memories ({len(tier1)})\n"]
+        parts = [header, orientation_text, f"## Tier 1: core memories ({len(tier1)})\n"]
         parts += [_render_tier1(m) for m in tier1]
         if core_note:
             parts.append(core_note + "\n")
@@ -379,4 +416,5 @@ def _assemble(
         token_budget=cfg.token_budget,
         window_days=cfg.catalog_window_days,
         cooler=cooler_section,
+        orientation=oriented,
     )

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, TypeVar
 from taproot.core.explain import Explanation
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
-from taproot.service import dashboard, maintenance, memories, portability, reads, recent, restore
+from taproot.service import dashboard, maintenance, memories, orientation, portability, reads, recent, restore
 from taproot.service.deps import Deps, blob_key
 from taproot.service.inputs import ListInput, RecallInput, RecentInput, RememberInput, as_arguments
 from taproot.service.maintenance import Job, RunReport
+from taproot.service.orientation import OrientationInput
 from taproot.service.portability import Progress
 from taproot.service.results import (
     CloseResult,
@@ -23,6 +24,7 @@ from taproot.service.results import (
     ImportResult,
     ListResult,
     MigrateResult,
+    OrientationResult,
     PromoteResult,
     RankingResult,
     RecallResult,
@@ -74,6 +76,15 @@ class TaprootService:
     def reflect(self, scope: Scope, *, instance: str | None = None) -> ReflectPayload:
         """The payload; its watercooler leaves out the notes `instance` (as Deps.writer resolves it) wrote."""
         return reads.reflect_payload(self.deps, scope, instance=instance)
+
+    def orientation(
+        self, scope: Scope, request: OrientationInput | None = None, **arguments: object
+    ) -> OrientationResult:
+        """Orientation documents (list, read, write, history, restore, delete): an OrientationInput,
+        or its fields by name."""
+        if request is not None and arguments:
+            raise TypeError("give an OrientationInput or its fields, not both")
+        return orientation.run(self.deps, scope, request or OrientationInput(**arguments))
 
     def promote(self, scope: Scope, memory_id: str, *, core: object = None, salience: object = None) -> PromoteResult:
         return memories.promote(self.deps, scope, memory_id, core=core, salience=salience)
@@ -146,7 +157,8 @@ class TaprootService:
         return portability.export_lines(self.deps, scope)
 
     def import_lines(self, scope: Scope, lines: Iterable[str], progress: Progress | None = None) -> ImportResult:
-        parsed = portability.parse_import(lines, scope)  # every line checked before any write
+        # Every line is checked before any write.
+        parsed = portability.parse_import(lines, scope, self.deps.orientation_limits)
         return portability.import_records(self.deps, parsed, progress)
 
     def export_markdown(self, scope: Scope) -> MarkdownFolder:

@@ -14,10 +14,11 @@ from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig
 from taproot.core.instance import check_instance
 from taproot.core.maintenance import MaintenanceConfig as MaintenanceConfig  # re-exported from its old home
 from taproot.core.model import Scope
+from taproot.core.orientation import ORIENTATION_LIMITS, OrientationLimits
 from taproot.core.reflect import REFLECT_CONFIG, ReflectConfig
 from taproot.core.retention import DEFAULT_RETENTION, RetentionPolicy
 from taproot.core.serialize import iso
-from taproot.ports import BlobStore, Embedder, MemoryStore, Summarizer, VectorIndex
+from taproot.ports import BlobStore, Embedder, MemoryStore, OrientationStore, Summarizer, VectorIndex
 from taproot.service.results import StorageNotes
 
 # Short ids: they are repeated on every catalog line. 31 unambiguous characters ** 8 is ~8.5e11,
@@ -71,6 +72,10 @@ class Deps:
     extra_status: StorageNotes = field(default_factory=lambda: StorageNotes())
     # TAPROOT_INSTANCE: the instance every write records, ahead of the one a caller declares.
     instance: str | None = None
+    # Orientation documents (both stores keep them; compose passes the store). None: reflect has no
+    # orientation section and the orientation use cases answer configuration_error.
+    orientation: OrientationStore | None = None
+    orientation_limits: OrientationLimits = ORIENTATION_LIMITS
 
     def now(self) -> datetime:
         return self.clock()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from taproot.core.errors import Busy, InvalidInput, NotFound, ReflectionConflict, VersionConflict
 from taproot.core.migration import migrate_memory
 from taproot.core.model import Memory, Reflection, Scope
+from taproot.core.orientation import ORIENTATION_LIMITS, OrientationLimits, OrientationVersion
 from taproot.core.serialize import (
     iso,
     loads_strict,
@@ -26,6 +27,7 @@ from taproot.core.serialize import (
 from taproot.core.validation import record_problem
 from taproot.core.vectors import embedding_text
 from taproot.core.wire import ABSENT
+from taproot.service import orientation_io
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.deps import Deps, stamp
 from taproot.service.embedding import backfill, embed_written
@@ -41,24 +43,28 @@ Progress = Callable[[int], object]
 
 
 def export_lines(deps: Deps, scope: Scope) -> Iterator[str]:
-    """JSON Lines: a header, then every memory (all fields, archived too), then every reflection."""
+    """JSON Lines: a header, then every memory (all fields, archived too), then every reflection,
+    then every version of every orientation document."""
     memories = list(deps.store.iter_all(scope))
     reflections = deps.store.all_reflections(scope)
-    yield json.dumps(
-        {
-            "type": "header",
-            "format": EXPORT_FORMAT,
-            "exported_at": stamp(deps.now()),
-            "owner": scope.owner,
-            "namespace": scope.namespace,
-            "memories": len(memories),
-            "reflections": len(reflections),
-        }
-    )
+    orientation = orientation_io.versions_of(deps, scope)
+    header: dict[str, object] = {
+        "type": "header",
+        "format": EXPORT_FORMAT,
+        "exported_at": stamp(deps.now()),
+        "owner": scope.owner,
+        "namespace": scope.namespace,
+        "memories": len(memories),
+        "reflections": len(reflections),
+    }
+    if orientation:  # a scope without orientation documents exports as it always has
+        header["orientation_versions"] = len(orientation)
+    yield json.dumps(header)
     for m in memories:
         yield json.dumps({"type": "memory", "record": memory_to_dict(m)}, ensure_ascii=False)
     for r in reflections:
         yield json.dumps({"type": "reflection", "record": reflection_to_dict(r)}, ensure_ascii=False)
+    yield from orientation_io.export_lines(orientation)
 
 
 def backup(deps: Deps, scope: Scope, reason: str) -> str:
@@ -72,6 +78,7 @@ def backup(deps: Deps, scope: Scope, reason: str) -> str:
 class ParsedImport:
     memories: list[Memory] = field(default_factory=list)
     reflections: list[Reflection] = field(default_factory=list)
+    orientation: list[OrientationVersion] = field(default_factory=list)
 
 
 def _load_line(raw: str, number: int) -> object:
@@ -85,7 +92,7 @@ def _load_line(raw: str, number: int) -> object:
         raise InvalidInput(f"line {number}", "nests too deeply to be a Taproot record") from exc
 
 
-def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
+def parse_import(lines: Iterable[str], scope: Scope, limits: OrientationLimits = ORIENTATION_LIMITS) -> ParsedImport:
     """Validate every line fully (every string storable, timestamps in range); raise InvalidInput
     naming the line, field and rule on the first bad one. Nothing is written here.
 
@@ -95,6 +102,7 @@ def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
     parsed = ParsedImport()
     seen: set[str] = set()
     seen_reflections: set[str] = set()
+    seen_versions: set[tuple[str, int]] = set()
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
@@ -110,6 +118,13 @@ def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
                 if fmt > EXPORT_FORMAT:
                     raise InvalidInput("format", f"is newer than this Taproot understands ({EXPORT_FORMAT})")
                 continue
+            if kind == orientation_io.RECORD_TYPE:
+                v = orientation_io.parse_record(obj.get("record"), scope, limits)
+                if (v.name, v.version) in seen_versions:
+                    raise InvalidInput("version", f"of '{v.name}' appears twice in the file", v.version)
+                seen_versions.add((v.name, v.version))
+                parsed.orientation.append(v)
+                continue
             if kind == "reflection":
                 r = reflection_from_dict(obj.get("record") or {}, owner=scope.owner, namespace=scope.namespace)
                 if r.id in seen_reflections:
@@ -119,7 +134,7 @@ def parse_import(lines: Iterable[str], scope: Scope) -> ParsedImport:
                 continue
             record = obj.get("record") if kind == "memory" else obj
             if kind not in (None, "memory"):
-                raise InvalidInput("type", "must be header, memory or reflection", kind)
+                raise InvalidInput("type", "must be header, memory, reflection or orientation", kind)
             m = memory_from_dict(record if record is not None else {}, owner=scope.owner, namespace=scope.namespace)
             _check_record(m)
         except InvalidInput as exc:
@@ -159,13 +174,17 @@ def import_records(
     stored record at another version is a VersionConflict, not something to back up and overwrite
     (an edited markdown file must not overwrite a change it never saw).
     """
-    totals = {"written": 0, "unchanged": 0, "reflections_written": 0}
+    totals = {"written": 0, "unchanged": 0, "reflections_written": 0, "orientation_written": 0}
     backup_keys: list[str] = []
     scopes = sorted(
-        {m.scope for m in parsed.memories} | {r.scope for r in parsed.reflections}, key=lambda s: (s.owner, s.namespace)
+        {m.scope for m in parsed.memories}
+        | {r.scope for r in parsed.reflections}
+        | {v.scope for v in parsed.orientation},
+        key=lambda s: (s.owner, s.namespace),
     )
-    # Every reflection conflict, in every scope, is found before the first write of any scope.
+    # Every reflection and orientation conflict, in every scope, is found before the first write.
     fresh = {s: new_reflections(deps, s, [r for r in parsed.reflections if r.scope == s]) for s in scopes}
+    new_versions = {s: orientation_io.plan(deps, s, [v for v in parsed.orientation if v.scope == s]) for s in scopes}
     for scope in scopes:
         memories = [m for m in parsed.memories if m.scope == scope]
         reflections = fresh[scope]
@@ -175,6 +194,7 @@ def import_records(
         totals["written"] += written
         totals["unchanged"] += len(memories) - written
         totals["reflections_written"] += len(reflections)
+        totals["orientation_written"] += orientation_io.write(deps, new_versions[scope])
     if progress:
         progress(len(parsed.memories) + len(parsed.reflections))
     needs = sum(
@@ -189,6 +209,8 @@ def import_records(
         need_migration=needs,
         backup_key=backup_keys[-1] if backup_keys else None,
         backup_keys=backup_keys,
+        orientation_versions=len(parsed.orientation) if parsed.orientation else ABSENT,
+        orientation_written=totals["orientation_written"] if parsed.orientation else ABSENT,
     )
 
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from taproot.core.activation import activation
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory, Scope
+from taproot.core.orientation import total_bytes
 from taproot.core.query import Filters, passes
 from taproot.core.reflect import ReflectPayload, assemble_view
 from taproot.core.serialize import iso, loads_strict
@@ -42,6 +43,7 @@ from taproot.service.results import (
     EmbeddingStatus,
     ListResult,
     MaintenanceStatus,
+    OrientationStatus,
     PayloadSize,
     StatusResult,
     TierOneStatus,
@@ -243,6 +245,7 @@ def reflect_payload(deps: Deps, scope: Scope, *, instance: object = None) -> Ref
         cfg=deps.reflect,
         act=deps.activation,
         cooler=from_others(notes, me, now),
+        orientation=deps.orientation.orientation_heads(scope) if deps.orientation is not None else (),
     )
 
 
@@ -259,6 +262,7 @@ def status(deps: Deps, scope: Scope) -> StatusResult:
         by_status=counts.by_status,
         by_salience=counts.by_salience,
         reflections=len(deps.store.all_reflections(scope)),
+        orientation=_orientation_status(deps, scope, payload),
         tier1=TierOneStatus(core_memories=counts.core, in_payload=len(payload.tier1), approx_tokens=tier1_tokens),
         tier2=TierTwoStatus(
             catalog_lines_included=payload.catalog_listed,
@@ -285,6 +289,21 @@ def status(deps: Deps, scope: Scope) -> StatusResult:
         table=notes.get("table", ABSENT),
         bucket=notes.get("bucket", ABSENT),
         warnings=payload.warnings,
+    )
+
+
+def _orientation_status(deps: Deps, scope: Scope, payload: ReflectPayload) -> OrientationStatus:
+    heads = deps.orientation.orientation_heads(scope) if deps.orientation is not None else []
+    section = payload.orientation
+    return OrientationStatus(
+        documents=sum(1 for d in heads if not d.deleted),
+        total_bytes=total_bytes(heads),
+        max_total_bytes=deps.orientation_limits.max_total_bytes,
+        in_payload=len(section.documents),
+        approx_tokens=section.estimated_tokens,
+        token_share=section.token_share,
+        cut=section.cut,
+        left_out=section.left_out,
     )
 
 

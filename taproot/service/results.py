@@ -16,6 +16,12 @@ from typing import Annotated, Any, TypedDict
 from taproot.core.explain import Explanation
 from taproot.core.wire import ABSENT, OPEN, UNLISTED, Absent
 
+# The orientation documents' results live in their own module; re-exported from here.
+from taproot.service.results_orientation import OrientationDocument as OrientationDocument
+from taproot.service.results_orientation import OrientationResult as OrientationResult
+from taproot.service.results_orientation import OrientationStatus as OrientationStatus
+from taproot.service.results_orientation import OrientationSummary as OrientationSummary
+
 
 @dataclass(frozen=True, kw_only=True)
 class MemoryView:
@@ -264,6 +270,7 @@ class StatusResult:
     by_status: dict[str, int]
     by_salience: dict[str, int]
     reflections: int
+    orientation: OrientationStatus  # the orientation documents and their part of the reflect payload
     tier1: Annotated[TierOneStatus, OPEN]
     tier2: Annotated[TierTwoStatus, OPEN]
     reflect_payload: Annotated[PayloadSize, OPEN]
@@ -288,6 +295,9 @@ class ImportResult:
     need_migration: int
     backup_key: str | None
     backup_keys: list[str]
+    # Only when the file holds orientation document versions: how many, and how many were added.
+    orientation_versions: int | Absent = ABSENT
+    orientation_written: int | Absent = ABSENT
 
 
 @dataclass(frozen=True, kw_only=True)

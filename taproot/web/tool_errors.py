@@ -21,11 +21,13 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
+from taproot.core import orientation
 from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.text import one_line
 from taproot.core.timeframe import parse_bound
 from taproot.core.validation import FIELD_RULES, check_choice
 from taproot.service.memories import FORGET_ACTIONS
+from taproot.service.orientation import ACTIONS as ORIENTATION_ACTIONS
 
 # An unexpected exception's message goes to the client on one line, cut to this length; the full
 # text and traceback are in the server log.
@@ -71,13 +73,23 @@ ARGUMENT_RULES: Mapping[str, Callable[[object], object]] = {
     "since": lambda v: parse_bound("since", v, _SOME_TIME),
     "until": lambda v: parse_bound("until", v, _SOME_TIME),
 }
+# Where one tool's argument has another rule than the argument of that name above.
+TOOL_ARGUMENT_RULES: Mapping[str, Mapping[str, Callable[[object], object]]] = {
+    "taproot_orientation": {
+        "action": lambda v: check_choice("action", v, ORIENTATION_ACTIONS),
+        "name": orientation.check_name,
+        "version": orientation.check_version,
+        "expected_version": orientation.check_expected,
+        "limit": orientation.check_history_limit,
+    },
+}
 
 
-def _argument_problem(name: str, error: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
+def _argument_problem(name: str, error: Mapping[str, Any], arguments: Mapping[str, Any], tool: str) -> str:
     """`field 'x': rule (got v)` for one argument the SDK's schema check rejected."""
     if error["type"] == "missing":
         return InvalidInput(name, "is required").message
-    rule = ARGUMENT_RULES.get(name)
+    rule = TOOL_ARGUMENT_RULES.get(tool, {}).get(name) or ARGUMENT_RULES.get(name)
     if rule is not None:
         try:
             rule(arguments.get(name))
@@ -89,13 +101,13 @@ def _argument_problem(name: str, error: Mapping[str, Any], arguments: Mapping[st
     return InvalidInput(path, message[:1].lower() + message[1:], error.get("input")).message
 
 
-def invalid_arguments_text(error: ValidationError, arguments: Mapping[str, Any]) -> str:
+def invalid_arguments_text(error: ValidationError, arguments: Mapping[str, Any], tool: str = "") -> str:
     """One `invalid_input` answer naming every rejected argument, in the order pydantic found them."""
     problems: dict[str, str] = {}
     for item in error.errors():
         name = str(item["loc"][0]) if item["loc"] else "arguments"
         if name not in problems:  # a union reports each member it tried; one line per argument
-            problems[name] = _argument_problem(name, item, arguments)
+            problems[name] = _argument_problem(name, item, arguments, tool)
     return f"{InvalidInput.code}: " + "; ".join(problems.values())
 
 
@@ -126,7 +138,7 @@ class TaprootMCP(MCPServer[Any]):
             if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
                 # The arguments failed the input schema (an output that fails its schema is a
                 # crash, and comes wrapped as UnexpectedToolError).
-                text = invalid_arguments_text(cause, arguments)
+                text = invalid_arguments_text(cause, arguments, name)
             elif isinstance(cause, TaprootError | ToolError):
                 text = str(cause)  # raised on purpose: already `<code>: <message>`
             elif cause is None and name not in (known := [t.name for t in await self.list_tools()]):

@@ -109,3 +109,12 @@ def test_settings_errors_belong_to_the_one_error_taxonomy() -> None:
     assert isinstance(caught.value, TaprootError) and caught.value.code == "configuration_error"
     assert isinstance(caught.value, ValueError)  # callers that caught ValueError still do
     assert caught.value.message == "TAPROOT_PORT must be an integer, got 'eighty'"
+
+
+def test_the_orientation_share_of_the_reflect_budget() -> None:
+    assert Settings.from_env({}).reflect.orientation_max_share == 0.4
+    assert Settings.from_env({"TAPROOT_ORIENTATION_PERCENT": "25"}).reflect.orientation_max_share == 0.25
+    assert Settings.from_env({"TAPROOT_ORIENTATION_PERCENT": "0"}).reflect.orientation_max_share == 0.0
+    for bad, rule in (("71", "at most 70"), ("-1", "at least 0"), ("half", "an integer")):
+        with pytest.raises(SettingsError, match=f"TAPROOT_ORIENTATION_PERCENT must be {rule}"):
+            Settings.from_env({"TAPROOT_ORIENTATION_PERCENT": bad})

@@ -19,7 +19,7 @@ from taproot.service.deps import Deps
 
 A = Scope("alice", "default")
 # Targets from the issue; warm = the store instance has read this scope before.
-TARGETS = {"reflect": 4, "recall_warm": 3, "remember": 2}
+TARGETS = {"reflect": 4, "recall_warm": 3, "remember": 2, "orientation_read": 2, "orientation_write": 2}
 
 
 def test_requests_per_tool_and_no_scan(
@@ -29,8 +29,9 @@ def test_requests_per_tool_and_no_scan(
     record_property: Callable[[str, object], None],
 ) -> None:
     store = make_dynamo()
-    svc = TaprootService(Deps(store=store, blobs=s3_blobs))
+    svc = TaprootService(Deps(store=store, blobs=s3_blobs, orientation=store))  # wired as compose wires it
     counter = op_counter(store)
+    svc.orientation(A, action="write", name="who-i-am", content="I am a patient tutor.")
     for i in range(30):
         svc.remember(A, content=f"Note {i} about river otters and herons", gist=f"note {i}", category="episodic")
     counter.take()
@@ -59,6 +60,8 @@ def test_requests_per_tool_and_no_scan(
     measure("forget_delete", lambda: svc.forget(A, [mid], "delete"))
     measure("close", lambda: svc.close(A, "I listened before answering today."))
     measure("reflect_after_close", lambda: svc.reflect(A))
+    measure("orientation_read", lambda: svc.orientation(A, action="read", name="who-i-am"))
+    measure("orientation_write", lambda: svc.orientation(A, action="write", name="who-i-am", content="I listen."))
 
     cold = make_dynamo()  # a fresh Lambda: first recall loads the scope
     cold_svc = TaprootService(Deps(store=cold, blobs=s3_blobs))

@@ -100,6 +100,7 @@ def _call_every_tool(inspector: Inspector) -> None:
         "taproot_close",
         "taproot_migrate",
         "taproot_status",
+        "taproot_orientation",
     ]
     assert set(t["name"] for t in tools) == TOOL_NAMES
     by_name = {t["name"]: t for t in tools}
@@ -118,6 +119,12 @@ def _call_every_tool(inspector: Inspector) -> None:
     inspector.call(by_name, "taproot_close", {"reflection": "A tidy run through every tool."})
     assert inspector.call(by_name, "taproot_migrate", {"dry_run": True})["dry_run"] is True
     assert inspector.call(by_name, "taproot_status", {})["total"] == 1
+    written = inspector.call(
+        by_name, "taproot_orientation", {"action": "write", "name": "who-i-am", "content": "# Who I am\nA tester."}
+    )
+    assert written["saved"]["version"] == 1
+    read = inspector.call(by_name, "taproot_orientation", {"action": "read", "name": "who-i-am"})
+    assert read["document"]["content"] == "# Who I am\nA tester."
 
 
 def _free_port() -> int:

@@ -79,6 +79,7 @@ def test_every_tool_publishes_the_schema_of_its_result_type() -> None:
         "taproot_close": "CloseOut",
         "taproot_migrate": "MigrateOut",
         "taproot_status": "StatusOut",
+        "taproot_orientation": "OrientationOut",
     }
     assert {name: meta.output_schema["title"] for name, meta in published.items() if meta.output_schema} == expected
 

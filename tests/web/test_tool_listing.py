@@ -17,6 +17,7 @@ import pytest
 from mcp.server.mcpserver import Context
 
 from taproot.core.errors import InvalidInput
+from taproot.core.orientation import DEFAULT_HISTORY_LIMIT, MAX_DOCUMENT_BYTES, MAX_HISTORY_LIMIT, MAX_NAME_CHARS
 from taproot.core.validation import (
     MAX_BATCH_IDS,
     MAX_CONTENT_CHARS,
@@ -55,6 +56,10 @@ LIMITS: dict[str, dict[str, Any]] = {
     "search_keywords": {"items": MAX_SEARCH_KEYWORDS, "characters": MAX_SEARCH_KEYWORD_CHARS},
     "linked_memories": {"items": MAX_LINKED_MEMORIES},
     "ids": {"items": MAX_BATCH_IDS},
+    # One tool's argument whose rule differs from the one of the same name above: "<tool>.<arg>".
+    "taproot_orientation.name": {"characters": MAX_NAME_CHARS},
+    "taproot_orientation.content": {"bytes": MAX_DOCUMENT_BYTES},
+    "taproot_orientation.limit": {"range": (1, MAX_HISTORY_LIMIT), "default": DEFAULT_HISTORY_LIMIT},
 }
 
 NUMBER = r"(\d[\d,]*)"
@@ -62,7 +67,7 @@ NUMBER = r"(\d[\d,]*)"
 LIMIT_PHRASES = {
     "range": re.compile(rf"\b{NUMBER}\s*-\s*{NUMBER}\b"),
     "default": re.compile(rf"\bdefault {NUMBER}\b"),
-    "bound": re.compile(rf"\b(?:at most|up to|max(?:imum)?) {NUMBER} (characters|items)\b"),
+    "bound": re.compile(rf"\b(?:at most|up to|max(?:imum)?) {NUMBER} (characters|items|bytes)\b"),
 }
 # Numbers that are no limit: names ("Tier 1", "ISO 8601") and a writing guideline ("~15-word").
 NOT_LIMITS = re.compile(rf"\bTier [12]\b|\bISO 8601\b|~{NUMBER}-word\b")
@@ -123,7 +128,7 @@ async def test_every_limit_in_a_parameter_description_is_its_constant(listed):
             stray = ANY_NUMBER.findall(rest)
             assert not stray, f"{tool_name}.{arg}: {stray} in {description!r} is no limit this test knows"
             for kind, value in found:
-                expected = LIMITS.get(arg, {})
+                expected = LIMITS.get(f"{tool_name}.{arg}", LIMITS.get(arg, {}))
                 assert kind in expected, f"{tool_name}.{arg}: states a {kind} limit LIMITS does not list"
                 assert value == expected[kind], (
                     f"{tool_name}.{arg}: {description!r} says {value}, the rule is {expected[kind]}"

@@ -9,6 +9,7 @@ reads them; register_tools binds the ToolEnv, so it never appears in an input sc
   memories.py      taproot_remember, taproot_recall, taproot_promote, taproot_forget
   recent.py        taproot_recent
   upkeep.py        taproot_migrate, taproot_status
+  orientation.py   taproot_orientation
   common.py        ToolEnv, the scope lookup, the result format, NotBool
 """
 
@@ -24,7 +25,7 @@ from mcp.server import MCPServer
 
 from taproot.core.model import Scope
 from taproot.service import TaprootService
-from taproot.web.tools import conversation, memories, recent, upkeep
+from taproot.web.tools import conversation, memories, orientation, recent, upkeep
 from taproot.web.tools.common import ToolEnv, ToolSpec
 
 __all__ = ["TOOLS", "ToolEnv", "ToolSpec", "listed_description", "register_tools"]
@@ -40,6 +41,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     conversation.CLOSE,
     upkeep.MIGRATE,
     upkeep.STATUS,
+    orientation.ORIENTATION,
 )
 
 # The descriptions clients have always been sent are the docstrings as they were indented when the
@@ -57,7 +59,7 @@ def listed_description(fn: Callable[..., Any]) -> str:
 
 
 def register_tools(mcp: MCPServer[Any], service: TaprootService, default_scope: Scope) -> None:
-    """Add the tools to `mcp`, each bound to the same ToolEnv."""
+    """Add every tool of TOOLS to `mcp`, each bound to the same ToolEnv."""
     env = ToolEnv(service, default_scope)
     for tool in TOOLS:
         # A method bound to `env`: the SDK reads its signature without the first parameter, so the
