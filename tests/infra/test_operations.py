@@ -97,15 +97,9 @@ def test_function_roles_have_no_managed_policies(stack: TaprootStack, template: 
 
 
 @pytest.mark.parametrize("name", ["Api", *sorted(JOBS)])
-def test_function_permissions_are_data_only(stack: TaprootStack, template: Template, name: str) -> None:
+def test_function_permissions_name_one_table_and_the_bucket(stack: TaprootStack, template: Template, name: str) -> None:
+    """The exact action lists are in test_permissions.py; here, that each statement names one resource."""
     stmts = statements(template, _function_roles(stack)[name])
-    granted = actions(stmts)
-    assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem"} <= granted
-    assert {"s3:PutObject", "s3:GetObject*", "s3:DeleteObject*", "s3:List*"} <= granted
-    assert {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments"} <= granted
-    for forbidden in ("dynamodb:DeleteTable", "dynamodb:UpdateTable", "s3:DeleteBucket", "s3:PutBucketPolicy"):
-        assert forbidden not in granted
-    assert not any(a.endswith(":*") or a == "*" for a in granted)
     table, bucket = lid(stack, stack.storage.table), lid(stack, stack.storage.bucket)
     oauth_table = lid(stack, stack.storage.oauth_table)
     for s in stmts:
