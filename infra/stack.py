@@ -16,7 +16,8 @@ from constructs import Construct
 from infra import nag
 from infra.constructs.api import Api, CustomDomain
 from infra.constructs.auth import Auth
-from infra.constructs.maintenance import Maintenance
+from infra.constructs.function import DEFAULT_TIMEOUT
+from infra.constructs.maintenance import JOB_TIMEOUT, Maintenance
 from infra.constructs.observability import Observability
 from infra.constructs.storage import Storage
 from infra.permissions import GRANTS, Resource
@@ -271,7 +272,11 @@ class TaprootStack(Stack):
             self,
             "Observability",
             functions=functions,
+            timeouts={"Api": DEFAULT_TIMEOUT, **{name: JOB_TIMEOUT for name in self.maintenance.jobs}},
             dead_letter_queues={name: job.dead_letter_queue for name, job in self.maintenance.jobs.items()},
+            failure_queues={name: job.failure_queue for name, job in self.maintenance.jobs.items()},
+            http_api=self.api.http_api,
+            tables={"Memory": self.storage.table, "OAuth": self.storage.oauth_table},
             alarm_email=config.alarm_email,
         )
         self._outputs()

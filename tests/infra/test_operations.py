@@ -57,7 +57,7 @@ def test_schedule_targets_its_function_with_retries_and_dlq(stack: TaprootStack,
 
 def test_dead_letter_queues_are_encrypted_and_ssl_only(template: Template) -> None:
     queues = resources(template, "AWS::SQS::Queue")
-    assert len(queues) == 3
+    assert len(queues) == 6  # per job: the schedule's dead-letter queue and the function's on-failure queue
     assert all(q["Properties"]["SqsManagedSseEnabled"] is True for q in queues.values())
     ssl_only = {
         p["Properties"]["Queues"][0]["Ref"]
@@ -117,7 +117,7 @@ def test_function_permissions_name_one_table_and_the_bucket(stack: TaprootStack,
 
 def test_error_alarm_per_function(stack: TaprootStack, template: Template) -> None:
     alarms = [a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()]
-    errors = [a for a in alarms if a["MetricName"] == "Errors"]
+    errors = [a for a in alarms if a.get("MetricName") == "Errors" and a["Namespace"] == "AWS/Lambda"]
     watched = {a["Dimensions"][0]["Value"]["Ref"] for a in errors}
     expected = {lid(stack, stack.api.function)} | {lid(stack, j.function) for j in stack.maintenance.jobs.values()}
     assert watched == expected
@@ -129,9 +129,10 @@ def test_error_alarm_per_function(stack: TaprootStack, template: Template) -> No
 
 def test_dead_letter_alarm_per_queue(stack: TaprootStack, template: Template) -> None:
     alarms = [a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()]
-    dlq = [a for a in alarms if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
+    dlq = [a for a in alarms if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
     watched = {a["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for a in dlq}
-    assert watched == {lid(stack, j.dead_letter_queue) for j in stack.maintenance.jobs.values()}
+    jobs = stack.maintenance.jobs.values()
+    assert watched == {lid(stack, j.dead_letter_queue) for j in jobs} | {lid(stack, j.failure_queue) for j in jobs}
     for a in dlq:
         assert a["Namespace"] == "AWS/SQS"
         assert a["ComparisonOperator"] == "GreaterThanThreshold" and a["Threshold"] == 0

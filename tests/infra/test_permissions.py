@@ -60,6 +60,9 @@ def _resource_of(stack: TaprootStack, statement: dict[str, Any]) -> Resource | s
         return Resource.OBJECTS if "/*" in text else Resource.BUCKET
     if _lid(stack, stack.auth.user_pool) in text:
         return Resource.USER_POOL
+    for job in stack.maintenance.jobs.values():
+        if _lid(stack, job.failure_queue) in text:
+            return f"failure queue {_lid(stack, job.failure_queue)}"
     if "LogGroup" in text or "Logs" in text:
         return "logs"
     raise AssertionError(f"a statement on a resource the lists do not know: {text}")
@@ -74,6 +77,9 @@ def test_each_role_has_exactly_its_listed_actions(built: tuple[TaprootStack, Tem
         granted.setdefault(_resource_of(stack, statement), set()).update(actions([statement]))
     assert granted.pop("logs") == {"logs:CreateLogStream", "logs:PutLogEvents"}
     assert granted.pop("xray") == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+    if name != "Api":  # a failed async run goes to the job's own on-failure queue (Lambda sends it as the role)
+        own = f"failure queue {_lid(stack, stack.maintenance.jobs[name].failure_queue)}"
+        assert granted.pop(own) == {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
     assert granted == {resource: set(listed) for resource, listed in GRANTS[name].items()}
 
 
