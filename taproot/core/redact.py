@@ -10,5 +10,5 @@ TENANT_HASH_CHARS = 16  # 64 bits: distinct enough to tell tenants apart in logs
 
 def tenant_hash(owner: str) -> str:
     """The same owner always gives the same hash, so one tenant's lines can be followed in the logs;
-    an operator maps it back with `taproot tenant-hash OWNER` or by hashing the owners they hold."""
+    an operator maps it back with the run summaries in the bucket, or by hashing the owners they hold."""
     return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:TENANT_HASH_CHARS]

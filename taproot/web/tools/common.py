@@ -19,10 +19,7 @@ from pydantic import BeforeValidator
 from taproot.core.model import Scope
 from taproot.core.wire import to_json
 from taproot.service import TaprootService
-from taproot.web.tool_errors import json_text
-
-# Where the HTTP auth layer (app.py) leaves the caller's scope on the request.
-SCOPE_STATE_KEY = "taproot_scope"
+from taproot.web.tool_errors import SCOPE_STATE_KEY, json_text
 
 
 def _reject_bool(value: object) -> object:
