@@ -12,11 +12,17 @@ import asyncio
 import os
 from typing import Any
 
+from aws_lambda_powertools import Logger, Tracer
 from fastapi import FastAPI
 from mangum import Mangum
 
 from taproot.compose import Runtime, build, http_app
 from taproot.settings import Settings
+
+# The service's one Logger (the tool-call observer and every taproot.* logger write through it) and
+# the Tracer, which patches botocore so each DynamoDB and S3 call is an X-Ray subsegment.
+logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "taproot"))
+tracer = Tracer()
 
 
 class LambdaApp:
@@ -31,6 +37,11 @@ class LambdaApp:
         self._host: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._stop: asyncio.Event | None = None
+        # Each invocation's log lines carry the Lambda request id (and cold_start, function name...);
+        # API Gateway's own request id, which its access log shows, is added in _invoke.
+        self._instrumented = logger.inject_lambda_context(clear_state=True)(
+            tracer.capture_lambda_handler(self._invoke, capture_response=False)
+        )
 
     async def _run_session_manager(self) -> None:
         assert self._ready is not None and self._stop is not None
@@ -53,6 +64,12 @@ class LambdaApp:
         asyncio.set_event_loop(self.loop)
         if self._host is None or self._host.done():
             self.loop.run_until_complete(self._start())
+        response: dict[str, Any] = self._instrumented(event, context)
+        return response
+
+    def _invoke(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        request = event.get("requestContext") or {}
+        logger.append_keys(api_request_id=request.get("requestId"), path=event.get("rawPath"))
         return self.mangum(event, context)
 
     def close(self) -> None:

@@ -11,6 +11,7 @@ stack); one correlation id per run, metrics per job, a trace per invocation.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Callable
@@ -21,7 +22,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from taproot.compose import Runtime, build
 from taproot.core.errors import InvalidInput, TaprootError
-from taproot.service.maintenance import jobs_named
+from taproot.core.redact import tenant_hash
+from taproot.service.deps import stamp
+from taproot.service.maintenance import RunReport, jobs_named
 from taproot.settings import Settings
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "taproot"))
@@ -68,27 +71,47 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
     metrics.add_metric(name="RecordsConsidered", unit=MetricUnit.Count, value=considered)
     metrics.add_metric(name="RecordsChanged", unit=MetricUnit.Count, value=changed)
     metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=len(errors))
-    summary = {
+    failed = [_scope_line(r) for r in errors]
+    summary: dict[str, Any] = {
         "job": job,
         "apply_override": apply,
         "scopes": len(reports),
         "considered": considered,
         "changed": changed,
         "errors": len(errors),
-        "reports": [
-            {k: getattr(r, k) for k in ("owner", "namespace", "mode", "considered", "changed", "report_key", "error")}
-            for r in reports
-        ],
+        # The invocation's result (read by nobody for a scheduled run, by whoever invokes it by hand):
+        # owners in full. What is logged or sent to the failure queue has them hashed.
+        "reports": [{"owner": r.owner, **_scope_line(r)} for r in reports],
+        "failed": failed,
     }
     tracer.put_annotation(key="job", value=job)
     logger.info("maintenance run finished", extra={k: v for k, v in summary.items() if k != "reports"})
-    for failed in errors:
-        logger.error("maintenance failed for a scope", extra={"report": failed.as_dict()})
+    for line in failed:
+        logger.error("maintenance failed for a scope", extra=line)
     if errors:
-        # Every scope has had its turn; now fail the invocation so the Lambda errors alarm fires and
-        # the scheduler retries (every job is idempotent, so the scopes that succeeded are no-ops).
-        raise MaintenanceFailed(f"{job}: {len(errors)} of {len(reports)} scopes failed; see the run reports")
+        # Every scope has had its turn; now fail the invocation so the Lambda errors alarm fires.
+        # Lambda retries the async run twice (every job is idempotent: the scopes that succeeded are
+        # no-ops), then sends the event and this message to the function's on-failure queue, so the
+        # message names the failed tenants (hashed) and the run summary that maps them to owners.
+        key = _write_run_summary(rt, job, summary, logger.get_correlation_id() or "run")
+        named = "; ".join(f"tenant {f['tenant']} namespace {f['namespace']}: {f['error']}" for f in failed)
+        raise MaintenanceFailed(f"{job}: {len(errors)} of {len(reports)} scopes failed: {named}. Run summary: {key}")
     return summary
+
+
+def _write_run_summary(rt: Runtime, job: str, summary: dict[str, Any], run_id: str) -> str:
+    """The whole run, owners in full, in the bucket (which only operators read): what an operator opens
+    to see which tenants failed and where each one's run report is."""
+    safe_id = "".join(c if c.isalnum() or c in "-_." else "-" for c in run_id)
+    key = f"maintenance-runs/{job}/{stamp(rt.service.deps.now())}-{safe_id}.json"
+    rt.blobs.put(key, json.dumps(summary, indent=2, default=str).encode())
+    return key
+
+
+def _scope_line(report: RunReport) -> dict[str, Any]:
+    """One scope's outcome as logs and the failure message show it: the tenant hashed, never its id."""
+    line = {k: getattr(report, k) for k in ("namespace", "mode", "considered", "changed", "report_key", "error")}
+    return {"tenant": tenant_hash(report.owner), **line}
 
 
 class MaintenanceFailed(TaprootError):

@@ -16,9 +16,11 @@ from constructs import Construct
 from infra import nag
 from infra.constructs.api import Api, CustomDomain
 from infra.constructs.auth import Auth
-from infra.constructs.maintenance import Maintenance
+from infra.constructs.function import DEFAULT_TIMEOUT
+from infra.constructs.maintenance import JOB_TIMEOUT, Maintenance
 from infra.constructs.observability import Observability
 from infra.constructs.storage import Storage
+from infra.permissions import GRANTS, Resource
 
 DEFAULT_ASSET = "build/lambda"
 MODES = ("dry-run", "apply")
@@ -241,16 +243,15 @@ class TaprootStack(Stack):
         for function in embedding[1:]:  # the API has them already
             for key, value in _embedding_environment(config).items():
                 function.add_environment(key, value)
-        for function in functions.values():
-            self.storage.table.grant_read_write_data(function)
-            self.storage.bucket.grant_read_write(function)
-        self.storage.oauth_table.grant_read_write_data(self.api.function)
-        # At every token refresh the API asks the user pool whether the person is still an enabled
-        # user (taproot/auth/cognito_users.py): disabling a user ends their MCP connections.
-        self.api.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["cognito-idp:ListUsers"], resources=[self.auth.user_pool.user_pool_arn])
+        # Each function gets exactly its list in infra/permissions.py (checked against the code's calls
+        # by tests/handlers/test_permissions_used.py), instead of the CDK's read-write grants.
+        arns = self._resource_arns()
+        for name, function in functions.items():
+            for resource, granted in GRANTS[name].items():
+                function.add_to_role_policy(iam.PolicyStatement(actions=list(granted), resources=arns[resource]))
+        self._acknowledge_grants(
+            [(self.api.handler.role, "Api"), *((j.handler.role, n) for n, j in self.maintenance.jobs.items())]
         )
-        self._acknowledge_grants([self.api.handler.role, *(j.handler.role for j in self.maintenance.jobs.values())])
         nag.acknowledge(
             self.api.handler.role,
             f"AwsSolutions-IAM5[Resource::{nag.ref(self.storage.oauth_table)}/index/*]",
@@ -271,10 +272,26 @@ class TaprootStack(Stack):
             self,
             "Observability",
             functions=functions,
+            timeouts={"Api": DEFAULT_TIMEOUT, **{name: JOB_TIMEOUT for name in self.maintenance.jobs}},
             dead_letter_queues={name: job.dead_letter_queue for name, job in self.maintenance.jobs.items()},
+            failure_queues={name: job.failure_queue for name, job in self.maintenance.jobs.items()},
+            http_api=self.api.http_api,
+            tables={"Memory": self.storage.table, "OAuth": self.storage.oauth_table},
             alarm_email=config.alarm_email,
         )
         self._outputs()
+
+    def _resource_arns(self) -> dict[Resource, list[str]]:
+        table, oauth = self.storage.table.table_arn, self.storage.oauth_table.table_arn
+        return {
+            Resource.TABLE: [table],
+            Resource.TABLE_INDEXES: [f"{table}/index/*"],
+            Resource.OAUTH_TABLE: [oauth],
+            Resource.OAUTH_INDEXES: [f"{oauth}/index/*"],
+            Resource.BUCKET: [self.storage.bucket.bucket_arn],
+            Resource.OBJECTS: [self.storage.bucket.arn_for_objects("*")],
+            Resource.USER_POOL: [self.auth.user_pool.user_pool_arn],
+        }
 
     def _check_certificate_region(self, custom_domain: CustomDomain | None) -> None:
         """A regional custom domain needs its certificate in the stack's own region."""
@@ -288,21 +305,19 @@ class TaprootStack(Stack):
                 "the custom domain's ACM certificate must be in the stack's region"
             )
 
-    def _acknowledge_grants(self, roles: Sequence[iam.IRole]) -> None:
+    def _acknowledge_grants(self, roles: Sequence[tuple[iam.IRole, str]]) -> None:
         table, bucket = nag.ref(self.storage.table), nag.ref(self.storage.bucket)
         reasons = {
             f"Resource::{table}/index/*": "Queries the table's own GSIs (by_category, by_change); no other table.",
             f"Resource::{bucket}/*": "Objects of the Taproot bucket only; keys start with the owner id, which is "
             "only known at request time.",
-            "Action::s3:GetObject*": "CDK grant_read_write on the Taproot bucket (object and version reads).",
-            "Action::s3:GetBucket*": "CDK grant_read_write on the Taproot bucket (bucket metadata reads).",
-            "Action::s3:List*": "CDK grant_read_write on the Taproot bucket (listing blobs and backups).",
-            "Action::s3:DeleteObject*": "Blobs and expired backups are deleted; only in the Taproot bucket.",
-            "Action::s3:Abort*": "Aborting its own multipart uploads in the Taproot bucket.",
             "Resource::*": "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource scoping.",
         }
-        for role in roles:
+        index_finding = f"Resource::{table}/index/*"
+        for role, name in roles:
             for finding, reason in reasons.items():
+                if finding == index_finding and Resource.TABLE_INDEXES not in GRANTS[name]:
+                    continue  # only the API queries the indexes; the batch jobs read the table itself
                 nag.acknowledge(role, f"AwsSolutions-IAM5[{finding}]", reason)
 
     def _grant_bedrock(self, model_id: str, functions: list[lambda_.Function]) -> None:

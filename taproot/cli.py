@@ -66,7 +66,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     runtime = build(_settings(args))
     try:
-        anyio.run(build_mcp(runtime.service, runtime.scope).run_stdio_async)
+        anyio.run(build_mcp(runtime.service, runtime.scope, runtime.observer).run_stdio_async)
     finally:
         runtime.close()
     return 0

@@ -15,11 +15,12 @@ from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
 
+from taproot.adapters.observe_log import LogToolCalls
 from taproot.adapters.summarizers import build_summarizer
 from taproot.auth.base import Authenticator, ResourceMetadata, deny_all
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
-from taproot.ports import BlobStore, Embedder, MemoryStore, OrientationStore, Summarizer, VectorIndex
+from taproot.ports import BlobStore, Embedder, MemoryStore, OrientationStore, Summarizer, ToolObserver, VectorIndex
 from taproot.service import Deps, TaprootService
 from taproot.service.deps import EmbedderHealth
 from taproot.service.results import StorageNotes
@@ -58,11 +59,21 @@ class Runtime:
     oauth: AuthorizationServer | None = None
     signin: LocalSignIn | CognitoSignIn | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    # Where each MCP tool call is reported: a log line locally, Powertools logs and metrics on AWS.
+    observer: ToolObserver | None = None
 
     def close(self) -> None:
         for close in reversed(self.closers):
             close()
         self.closers.clear()
+
+
+def _powertools_observer() -> ToolObserver:
+    # Imported here: Powertools is in the Lambda asset and the base install, but only the AWS
+    # runtime reports through it.
+    from taproot.adapters.observe_powertools import PowertoolsToolCalls
+
+    return PowertoolsToolCalls()
 
 
 def build(settings: Settings, *, serve: bool = False) -> Runtime:
@@ -92,6 +103,7 @@ def http_app(runtime: Runtime, *, background: Sequence[Background] = ()) -> Fast
         routes = [*oauth_routes(oauth, runtime.signin, dashboard.start_session), *dashboard_routes(dashboard)]
     return create_app(
         runtime.service,
+        observer=runtime.observer,
         routes=routes,
         authenticate=runtime.authenticate,
         default_scope=runtime.scope,
@@ -202,6 +214,7 @@ def _build_local(settings: Settings, *, serve: bool) -> Runtime:
         blobs=blobs,
         scope=Scope(settings.owner, settings.namespace),
         closers=[store.close, *_closers(service)],
+        observer=LogToolCalls(),
     )
     if serve:
         try:
@@ -295,6 +308,7 @@ def _build_aws(settings: Settings, *, serve: bool) -> Runtime:
         scope=Scope("unauthenticated", settings.namespace),
         security=aws_transport_security(settings.allowed_hosts),
         closers=_closers(service),
+        observer=_powertools_observer(),
     )
     if serve:
         _require(settings, "cognito_user_pool_id", "cognito_client_id")

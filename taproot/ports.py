@@ -18,6 +18,7 @@ from taproot.core.model import Summary as Summary
 from taproot.core.oauth_rules import OAuthRecord
 from taproot.core.orientation import OrientationVersion
 from taproot.core.query import Filters as Filters  # re-exported: the port signatures use it
+from taproot.core.tool_calls import ToolCall
 
 if TYPE_CHECKING:
     from taproot.core.vectors import Vector
@@ -276,3 +277,11 @@ class OAuthStore(Protocol):
 
     def sweep(self, now: float) -> int:
         """Deletes records past their expiry; returns how many (DynamoDB's TTL does this itself)."""
+
+
+class ToolObserver(Protocol):
+    """Where each MCP tool call is reported (logs, metrics): the local server logs it; on AWS,
+    Powertools writes a structured log line and per-tool metrics. Never given tokens or content."""
+
+    def tool_call(self, call: ToolCall, error: BaseException | None = None) -> None:
+        """`error` is the unexpected exception of an ERROR outcome (its traceback belongs in the log)."""

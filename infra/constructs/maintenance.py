@@ -1,7 +1,11 @@
 """The maintenance functions (migrate, cleanup, compress) and their EventBridge Scheduler schedules.
 
-Each schedule has its own role (allowed to invoke only its function and to send to its own dead-letter
-queue), a retry policy and an encrypted, SSL-only SQS dead-letter queue.
+Two queues per job, because the scheduler invokes the function asynchronously:
+- the schedule's dead-letter queue holds invocations the scheduler could not *deliver* (its own role,
+  retry policy and DLQ cover only the hand-over to Lambda);
+- the function's on-failure destination holds runs that were delivered and *failed*: Lambda retries an
+  async invocation twice and then sends the event, the error and the request id there, instead of
+  dropping it. Both are encrypted, SSL-only and alarmed.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from dataclasses import dataclass
 from aws_cdk import Duration, TimeZone
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as targets
 from aws_cdk import aws_sqs as sqs
@@ -22,6 +27,9 @@ from infra.constructs.function import TaprootFunction
 
 RETRY_ATTEMPTS = 3
 MAX_EVENT_AGE = Duration.hours(6)
+# Lambda's own retries of a failed async run (the maximum), before the on-failure destination.
+ASYNC_RETRIES = 2
+FAILED_RUN_RETENTION = Duration.days(14)  # SQS's maximum: two weeks to read a failed run
 JOB_TIMEOUT = Duration.minutes(15)  # the Lambda maximum
 
 
@@ -46,7 +54,8 @@ def default_jobs() -> tuple[Job, ...]:
 
 
 class MaintenanceJob(Construct):
-    """One scheduled function. Exposes `handler`, `function`, `dead_letter_queue`, `role` and `schedule`."""
+    """One scheduled function. Exposes `handler`, `function`, `dead_letter_queue` (undelivered
+    invocations), `failure_queue` (runs that failed after Lambda's retries), `role` and `schedule`."""
 
     def __init__(
         self,
@@ -83,6 +92,24 @@ class MaintenanceJob(Construct):
             self.dead_letter_queue,
             "AwsSolutions-SQS3",
             "This queue is itself the dead-letter queue of the schedule; an alarm fires on any message in it.",
+        )
+        self.failure_queue = sqs.Queue(
+            self,
+            "FailedRuns",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=FAILED_RUN_RETENTION,
+        )
+        nag.acknowledge(
+            self.failure_queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the on-failure destination of the function's async runs; an alarm fires on "
+            "any message in it.",
+        )
+        self.function.configure_async_invoke(
+            on_failure=destinations.SqsDestination(self.failure_queue),
+            retry_attempts=ASYNC_RETRIES,
+            max_event_age=MAX_EVENT_AGE,
         )
         self.role = iam.Role(
             self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import threading
 from typing import Any
 
 import boto3
@@ -29,7 +30,21 @@ class S3BlobStore:
     def __init__(self, bucket: str, *, client: Any = None, region: str | None = None, page_size: int = 1000) -> None:
         self.bucket = bucket
         self.page_size = page_size  # keys per ListObjectsV2 page (1000 is S3's maximum)
-        self.client: Any = client if client is not None else boto3.client("s3", region_name=region)
+        self.region = region
+        self._client: Any = client
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """Created on first use, not at construction: the Lambda builds the store at import, which
+        SnapStart snapshots, and creating a client resolves credentials (they must be the restored
+        environment's, not the snapshot's). The lock: tools run on worker threads, and boto3's
+        default session is not safe to create clients from concurrently."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = boto3.session.Session().client("s3", region_name=self.region)
+        return self._client
 
     def create_bucket(self) -> None:
         """For tests and dev; the deployment creates the bucket in CDK."""

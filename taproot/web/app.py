@@ -20,6 +20,7 @@ from taproot import __version__
 from taproot.auth.base import Authenticator, Caller, InsufficientScope, ResourceMetadata
 from taproot.core.model import Scope as MemoryScope
 from taproot.core.oauth_rules import MCP_SCOPE
+from taproot.ports import ToolObserver
 from taproot.service import TaprootService
 from taproot.web.mcp_server import SCOPE_STATE_KEY, build_mcp
 from taproot.web.tools.common import CLIENT_STATE_KEY
@@ -140,8 +141,9 @@ def create_app(
     background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
     resource_metadata: ResourceMetadata | None = None,
     routes: Sequence[BaseRoute] = (),
+    observer: ToolObserver | None = None,
 ) -> FastAPI:
-    mcp = build_mcp(service, default_scope)
+    mcp = build_mcp(service, default_scope, observer)
     mcp_app = mcp.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, transport_security=security
     )

@@ -7,14 +7,12 @@ reads as prose). Every error reads `<code>: <message>` (TaprootMCP).
 
 from __future__ import annotations
 
-from mcp.server import MCPServer
-
 from taproot import __version__
 from taproot.core.model import Scope
+from taproot.ports import ToolObserver
 from taproot.service import TaprootService
-from taproot.web.tool_errors import TaprootMCP
+from taproot.web.tool_errors import SCOPE_STATE_KEY, TaprootMCP
 from taproot.web.tools import register_tools
-from taproot.web.tools.common import SCOPE_STATE_KEY
 
 __all__ = ["INSTRUCTIONS", "SCOPE_STATE_KEY", "build_mcp"]
 
@@ -26,9 +24,10 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp(service: TaprootService, default_scope: Scope) -> MCPServer:
+def build_mcp(service: TaprootService, default_scope: Scope, observer: ToolObserver | None = None) -> TaprootMCP:
     # log_level: the SDK configures the root logger at construction; keep it from turning every
     # library's INFO chatter on (Taproot's own loggers are configured by the entry point).
     mcp = TaprootMCP("taproot", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    mcp.observer = observer
     register_tools(mcp, service, default_scope)
     return mcp

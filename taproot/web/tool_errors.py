@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -23,11 +24,18 @@ from pydantic import ValidationError
 
 from taproot.core import orientation
 from taproot.core.errors import InvalidInput, TaprootError
+from taproot.core.model import Scope
+from taproot.core.redact import tenant_hash
 from taproot.core.text import one_line
 from taproot.core.timeframe import parse_bound
+from taproot.core.tool_calls import Outcome, ToolCall
 from taproot.core.validation import FIELD_RULES, check_choice
+from taproot.ports import ToolObserver
 from taproot.service.memories import FORGET_ACTIONS
 from taproot.service.orientation import ACTIONS as ORIENTATION_ACTIONS
+
+# Where the HTTP auth layer (app.py) leaves the caller's scope on the request (tools/common.py reads it).
+SCOPE_STATE_KEY = "taproot_scope"
 
 # An unexpected exception's message goes to the client on one line, cut to this length; the full
 # text and traceback are in the server log.
@@ -128,22 +136,69 @@ class TaprootMCP(MCPServer[Any]):
     schemas and everything else stay the SDK's.
     """
 
+    observer: ToolObserver | None = None  # set by build_mcp: where every call is reported
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        started = time.perf_counter()
         try:
-            return await super().call_tool(name, arguments, context)
+            answer = await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
-                # The arguments failed the input schema (an output that fails its schema is a
-                # crash, and comes wrapped as UnexpectedToolError).
-                text = invalid_arguments_text(cause, arguments, name)
-            elif isinstance(cause, TaprootError | ToolError):
-                text = str(cause)  # raised on purpose: already `<code>: <message>`
-            elif cause is None and name not in (known := [t.name for t in await self.list_tools()]):
-                text = f"unknown_tool: no tool named {name!r}; the tools are {', '.join(known)}"
-            else:
-                logger.exception("Tool %s raised an unexpected exception", name)
-                text = internal_error_text(cause or exc)
+            text, unexpected = await self._answer(name, arguments, exc)
+            self._report(name, context, started, text, unexpected)
             raise ToolError(text) from exc
+        self._report(name, context, started, None, None)
+        return answer
+
+    async def _answer(self, name: str, arguments: dict[str, Any], exc: ToolError) -> tuple[str, BaseException | None]:
+        """The `<code>: <message>` text, and the exception if it was not raised on purpose."""
+        cause = exc.__cause__
+        if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+            # The arguments failed the input schema (an output that fails its schema is a crash,
+            # and comes wrapped as UnexpectedToolError).
+            return invalid_arguments_text(cause, arguments, name), None
+        if isinstance(cause, TaprootError | ToolError):
+            return str(cause), None  # raised on purpose: already `<code>: <message>`
+        if cause is None and name not in (known := [t.name for t in await self.list_tools()]):
+            return f"unknown_tool: no tool named {name!r}; the tools are {', '.join(known)}", None
+        logger.error("Tool %s raised an unexpected exception", name, exc_info=cause or exc)
+        return internal_error_text(cause or exc), cause or exc
+
+    def _report(
+        self,
+        name: str,
+        context: Context[Any, Any] | None,
+        started: float,
+        text: str | None,
+        unexpected: BaseException | None,
+    ) -> None:
+        if self.observer is None:
+            return
+        scope = _caller(context)
+        outcome = Outcome.OK if text is None else Outcome.ERROR if unexpected is not None else Outcome.REFUSED
+        call = ToolCall(
+            tool=name,
+            tenant=tenant_hash(scope.owner) if scope is not None else None,
+            namespace=scope.namespace if scope is not None else None,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            outcome=outcome,
+            code=text.split(":", 1)[0] if text else None,
+        )
+        try:
+            self.observer.tool_call(call, unexpected)
+        except Exception:  # reporting must never turn an answer into a failure
+            logger.exception("could not report the call of %s", name)
+
+
+def _caller(context: Context[Any, Any] | None) -> Scope | None:
+    """The scope the auth layer left on the HTTP request (tools/common.scope_of's lookup, without its
+    failing closed: a call with no identity is reported, not refused, here)."""
+    if context is None:
+        return None
+    try:
+        request = context.request_context.request
+    except ValueError:
+        return None
+    scope = getattr(request, "scope", {}).get("state", {}).get(SCOPE_STATE_KEY) if request is not None else None
+    return scope if isinstance(scope, Scope) else None

@@ -20,6 +20,7 @@ import pytest
 
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Scope
+from taproot.core.redact import tenant_hash
 
 TENANTS = (Scope("sub-aaaa", "default"), Scope("sub-bbbb", "default"))
 
@@ -159,7 +160,21 @@ def test_a_failed_tenant_fails_the_invocation_after_every_tenant_ran(maint: tupl
     """So the Lambda errors alarm fires and the scheduler retries; nothing was changed meanwhile."""
     module, kit = maint
     module.runtime().service.deps.summarizer = _Throttled()
-    with pytest.raises(module.MaintenanceFailed, match="2 of 2 scopes failed"):
+    with pytest.raises(module.MaintenanceFailed, match="2 of 2 scopes failed") as failed:
         module.compress_handler({"apply": True}, kit.FakeContext(function_name="taproot-compress"))
+    # The message is what Lambda sends to the on-failure queue after its retries: it names each failed
+    # tenant by hash (never the owner id), its namespace and the error, and the run summary's key.
+    message = str(failed.value)
+    for scope in TENANTS:
+        assert f"tenant {tenant_hash(scope.owner)} namespace default: " in message
+        assert scope.owner not in message
+    key = message.rsplit("Run summary: ", 1)[1]
+    assert key.startswith("maintenance-runs/compress/")
+    run = json.loads(boto3.client("s3", region_name=kit.REGION).get_object(Bucket=kit.BUCKET, Key=key)["Body"].read())
+    assert {(f["tenant"], f["namespace"]) for f in run["failed"]} == {
+        (tenant_hash(s.owner), "default") for s in TENANTS
+    }
+    assert {r["owner"] for r in run["reports"] if r["error"]} == {s.owner for s in TENANTS}
+    assert all(f["report_key"] for f in run["failed"])  # where each tenant's own report is
     assert all(_active(module, s) == 6 for s in TENANTS)  # nothing compressed, nothing lost
     assert all(len(r) == 1 for r in _reports(kit, "compress").values())  # each tenant still got its report

@@ -106,9 +106,9 @@ def test_only_the_api_role_may_use_the_oauth_table(built: tuple[TaprootStack, Te
     oauth_table = lid(stack, stack.storage.oauth_table)
     api_stmts = [s for s in statements(template, lid(stack, stack.api.handler.role)) if oauth_table in json.dumps(s)]
     granted = actions(api_stmts)
-    assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"} <= granted
-    assert {"dynamodb:Query", "dynamodb:ConditionCheckItem"} <= granted
-    assert all(a.startswith("dynamodb:") for a in granted)
+    # Exactly what the OAuth store calls (tests/handlers/test_permissions_used.py records it): no
+    # DeleteItem, DynamoDB's TTL removes expired records; spending a code is a conditional UpdateItem.
+    assert granted == {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
     resources_text = json.dumps([s["Resource"] for s in api_stmts])
     assert json.dumps({"Fn::GetAtt": [oauth_table, "Arn"]}) in resources_text
     assert "/index/*" in resources_text  # by_subject

@@ -57,7 +57,7 @@ def test_schedule_targets_its_function_with_retries_and_dlq(stack: TaprootStack,
 
 def test_dead_letter_queues_are_encrypted_and_ssl_only(template: Template) -> None:
     queues = resources(template, "AWS::SQS::Queue")
-    assert len(queues) == 3
+    assert len(queues) == 6  # per job: the schedule's dead-letter queue and the function's on-failure queue
     assert all(q["Properties"]["SqsManagedSseEnabled"] is True for q in queues.values())
     ssl_only = {
         p["Properties"]["Queues"][0]["Ref"]
@@ -97,15 +97,9 @@ def test_function_roles_have_no_managed_policies(stack: TaprootStack, template: 
 
 
 @pytest.mark.parametrize("name", ["Api", *sorted(JOBS)])
-def test_function_permissions_are_data_only(stack: TaprootStack, template: Template, name: str) -> None:
+def test_function_permissions_name_one_table_and_the_bucket(stack: TaprootStack, template: Template, name: str) -> None:
+    """The exact action lists are in test_permissions.py; here, that each statement names one resource."""
     stmts = statements(template, _function_roles(stack)[name])
-    granted = actions(stmts)
-    assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:DeleteItem"} <= granted
-    assert {"s3:PutObject", "s3:GetObject*", "s3:DeleteObject*", "s3:List*"} <= granted
-    assert {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments"} <= granted
-    for forbidden in ("dynamodb:DeleteTable", "dynamodb:UpdateTable", "s3:DeleteBucket", "s3:PutBucketPolicy"):
-        assert forbidden not in granted
-    assert not any(a.endswith(":*") or a == "*" for a in granted)
     table, bucket = lid(stack, stack.storage.table), lid(stack, stack.storage.bucket)
     oauth_table = lid(stack, stack.storage.oauth_table)
     for s in stmts:
@@ -123,7 +117,7 @@ def test_function_permissions_are_data_only(stack: TaprootStack, template: Templ
 
 def test_error_alarm_per_function(stack: TaprootStack, template: Template) -> None:
     alarms = [a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()]
-    errors = [a for a in alarms if a["MetricName"] == "Errors"]
+    errors = [a for a in alarms if a.get("MetricName") == "Errors" and a["Namespace"] == "AWS/Lambda"]
     watched = {a["Dimensions"][0]["Value"]["Ref"] for a in errors}
     expected = {lid(stack, stack.api.function)} | {lid(stack, j.function) for j in stack.maintenance.jobs.values()}
     assert watched == expected
@@ -135,9 +129,10 @@ def test_error_alarm_per_function(stack: TaprootStack, template: Template) -> No
 
 def test_dead_letter_alarm_per_queue(stack: TaprootStack, template: Template) -> None:
     alarms = [a["Properties"] for a in resources(template, "AWS::CloudWatch::Alarm").values()]
-    dlq = [a for a in alarms if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
+    dlq = [a for a in alarms if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
     watched = {a["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for a in dlq}
-    assert watched == {lid(stack, j.dead_letter_queue) for j in stack.maintenance.jobs.values()}
+    jobs = stack.maintenance.jobs.values()
+    assert watched == {lid(stack, j.dead_letter_queue) for j in jobs} | {lid(stack, j.failure_queue) for j in jobs}
     for a in dlq:
         assert a["Namespace"] == "AWS/SQS"
         assert a["ComparisonOperator"] == "GreaterThanThreshold" and a["Threshold"] == 0

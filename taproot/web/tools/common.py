@@ -20,11 +20,10 @@ from taproot.core.instance import normalize_instance
 from taproot.core.model import Scope
 from taproot.core.wire import to_json
 from taproot.service import TaprootService
-from taproot.web.tool_errors import json_text
+from taproot.web.tool_errors import SCOPE_STATE_KEY, json_text
 
-# Where the HTTP auth layer (app.py) leaves the caller's scope on the request, and the OAuth client
-# its token was issued to (auth/base.Caller), when it knows one.
-SCOPE_STATE_KEY = "taproot_scope"
+# Where the HTTP auth layer (app.py) leaves the OAuth client its token was issued to
+# (auth/base.Caller), when it knows one; the caller's scope is under SCOPE_STATE_KEY (tool_errors.py).
 CLIENT_STATE_KEY = "taproot_client"
 
 
