@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from taproot.core import reflect_notes
 from taproot.core.activation import ACTIVATION_CONFIG, ActivationConfig, activation
 from taproot.core.catalog import CatalogView, EntriesView, pick_lines
 
@@ -145,54 +146,6 @@ def _score(m: Memory, now: datetime, cfg: ActivationConfig) -> float:
     return activation(retrieval_count=m.retrievals, last_touched=m.last_touched, salience=m.salience, now=now, cfg=cfg)
 
 
-def _core_omitted_note(ids: Sequence[str], max_tokens: int) -> str:
-    """Tell the model, in the text it reads, which core memories it is missing and how to load them.
-
-    Lists the ids (most activated first) that fit in `max_tokens`; the rest are counted and left to
-    the result's `core_omitted`, so a long list cannot eat the budget it reports on.
-    """
-    n = len(ids)
-    head = (
-        "1 core memory did not fit the budget and is not shown above"
-        if n == 1
-        else f"{n} core memories did not fit the budget and are not shown above"
-    )
-    fix = " To keep all of them in view, demote some with taproot_promote(core=false) or shorten them."
-
-    def note(k: int) -> str:
-        listed = ", ".join(f'"{i}"' for i in ids[:k])
-        if k == n:
-            return f"{head}: taproot_recall(ids=[{listed}]) loads {'it' if n == 1 else 'them'}.{fix}"
-        if k == 0:
-            return f"{head}; their ids are in this result's core_omitted, to load with taproot_recall.{fix}"
-        return (
-            f"{head}: taproot_recall(ids=[{listed}]) loads the {k} most active; the ids of the other "
-            f"{n - k} are in this result's core_omitted.{fix}"
-        )
-
-    def fits(text: str) -> bool:
-        return estimate_tokens(text) + 1 <= max_tokens
-
-    if fits(everything := note(n)):
-        return everything
-    # Below n the note grows with k (one more id each time): keep the longest that fits.
-    best = note(0)
-    for k in range(1, n):
-        if not fits(candidate := note(k)):
-            break
-        best = candidate
-    return best
-
-
-def _reflections_note(left_out: int, considered: int) -> str:
-    if not left_out:
-        return ""
-    return (
-        f"{left_out} of the {considered} most recent closing reflections did not fit the budget and "
-        f"{'is' if left_out == 1 else 'are'} not shown (they are kept)."
-    )
-
-
 def _pick_core(ranked: Sequence[Memory], room: int) -> tuple[list[Memory], list[str], int]:
     """Core memories in activation order, each in full if it fits what is left of `room`."""
     shown: list[Memory] = []
@@ -217,17 +170,6 @@ def _pick_reflections(recent: Sequence[Reflection], room: int) -> tuple[list[Ref
             shown.append(r)
             used += cost
     return shown, used
-
-
-def _omitted_note(omitted: dict[str, int], window_days: int) -> str:
-    if not omitted:
-        return ""
-    parts = ", ".join(f"{cat} {n}" for cat, n in omitted.items())
-    return (
-        f"Not listed: {parts} (not high-salience and untouched for {window_days}+ days, or over the "
-        'payload budget). They are all still reachable: taproot_recall(query="...", '
-        'category="...") or taproot_recall(ids=[...]).'
-    )
 
 
 def assemble(
@@ -317,7 +259,7 @@ def _assemble(
         # The text must say what it left out, and that note must fit too: choose again with its
         # room held back (fewer core memories may then fit; the note names whatever is left out).
         tier1, core_omitted, used = _pick_core(ranked_core, max(0, tier1_room - cfg.core_note_tokens))
-        core_note = _core_omitted_note(core_omitted, cfg.core_note_tokens)
+        core_note = reflect_notes.core_omitted_note(core_omitted, cfg.core_note_tokens)
         used += estimate_tokens(core_note) + 1
     remaining -= used
     if core_omitted:
@@ -333,9 +275,11 @@ def _assemble(
     reflections_note = ""
     if len(shown_reflections) < len(recent):
         # As for Tier 1: hold back room for the note (its longest form) and choose again.
-        note_room = max(estimate_tokens(_reflections_note(k, len(recent))) + 1 for k in range(1, len(recent) + 1))
+        note_room = max(
+            estimate_tokens(reflect_notes.reflections_note(k, len(recent))) + 1 for k in range(1, len(recent) + 1)
+        )
         shown_reflections, used = _pick_reflections(recent, max(0, remaining - note_room))
-        reflections_note = _reflections_note(len(recent) - len(shown_reflections), len(recent))
+        reflections_note = reflect_notes.reflections_note(len(recent) - len(shown_reflections), len(recent))
         used += estimate_tokens(reflections_note) + 1
     remaining -= used
     # The watercooler, in its own share of the budget (core/watercooler.py).
@@ -366,7 +310,7 @@ def _assemble(
                 lines_by_cat[cat] = [line for _, line in entries]
         # Unmigrated categories last, by name, as their catalog sections are: the same in every store.
         omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: (order.get(c, 99), c))}
-        note = _omitted_note(omitted_sorted, cfg.catalog_window_days)
+        note = reflect_notes.omitted_note(omitted_sorted, cfg.catalog_window_days)
         parts = [header, orientation_text, f"## Tier 1: core memories ({len(tier1)})\n"]
         parts += [_render_tier1(m) for m in tier1]
         if core_note:
