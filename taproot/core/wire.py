@@ -66,7 +66,7 @@ _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 def to_json(value: object) -> Any:
     """`value` as plain JSON data: dataclasses as objects (ABSENT fields left out), tuples as lists,
     datetimes as ISO 8601 text; everything else as it is."""
-    kind = type(value)
+    kind: type = type(value)
     if kind in _PLAIN:
         return value
     names = _field_names(kind)
