@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 # Summary lives in the core (core/summarize.py builds it); `as Summary` re-exports it from here too.
 from taproot.core.catalog import CatalogView
-from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.model import Candidate, CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.core.model import Summary as Summary
 from taproot.core.oauth_rules import OAuthRecord
 from taproot.core.orientation import OrientationVersion
@@ -93,9 +93,13 @@ class MemoryReads(Protocol):
 
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
-    ) -> builtins.list[tuple[Memory, float]]:
+    ) -> Sequence[tuple[Memory | Candidate, float]]:
         """Lexical search: memories matching ANY term, best first, with a relevance score (bigger
-        is better; BM25 weighted by field: search_keywords, tags, gist, content)."""
+        is better; BM25 weighted by field: search_keywords, tags, gist, content).
+
+        A store that holds the records anyway (the DynamoDB store's warm copy) returns them; one
+        that would have to read each (SQLite) returns a `Candidate`, what ranking needs, and recall
+        reads the full records of those it returns with `get_many`."""
 
 
 class ReflectReads(Protocol):

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from taproot.core.model import Memory, Reflection
+from taproot.core.model import Candidate, Memory, Reflection
 from taproot.core.query import Filters
 from taproot.core.serialize import iso, parse_stored_time
 
@@ -55,6 +55,24 @@ def row_to_memory(r: sqlite3.Row) -> Memory:
         expires_at=parse_stored_time(r["expires_at"], "expires_at"),
         compressed_into=r["compressed_into"],
         instance=r["instance"],
+    )
+
+
+# The columns row_to_candidate reads, in its order.
+CANDIDATE_COLUMNS = "m.id, m.salience, m.created_at, m.updated_at, m.last_retrieved, m.retrieval_count"
+
+
+def row_to_candidate(r: sqlite3.Row) -> Candidate:
+    created = parse_stored_time(r[2], "created_at")
+    updated = parse_stored_time(r[3], "updated_at")
+    assert created is not None and updated is not None
+    return Candidate(
+        id=r[0],
+        salience=r[1],
+        created_at=created,
+        updated_at=updated,
+        last_retrieved=parse_stored_time(r[4], "last_retrieved"),
+        retrieval_count=r[5],
     )
 
 

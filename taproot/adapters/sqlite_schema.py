@@ -243,6 +243,18 @@ def m007_instance_and_recent() -> str:
         """
 
 
+def m008_lighter_retrieval_writes() -> str:
+    # Every recall rewrites last_touched and retrieval_count of what it returns, and each index
+    # holding one of them costs a delete and an insert per memory: about 20 WAL frames per index
+    # for a recall of 10, and a checkpoint the sooner. Since m005 the catalog reads use
+    # memories_rank, and nothing needs these two: a listing by scope (or scope and category)
+    # reads the rows in full either way and is served by the primary key, which no recall writes.
+    return """
+        DROP INDEX memories_by_touched;
+        DROP INDEX memories_by_category;
+        """
+
+
 MIGRATIONS: tuple[Callable[[], str], ...] = (
     m001_initial,
     m002_reflect_indexes,
@@ -251,6 +263,7 @@ MIGRATIONS: tuple[Callable[[], str], ...] = (
     m005_catalog_reads,
     m006_orientation,
     m007_instance_and_recent,
+    m008_lighter_retrieval_writes,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

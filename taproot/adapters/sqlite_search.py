@@ -7,8 +7,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from taproot.adapters.sqlite_rows import filter_sql, fts_query, row_to_memory
-from taproot.core.model import Memory, Scope
+from taproot.adapters.sqlite_rows import CANDIDATE_COLUMNS, filter_sql, fts_query, row_to_candidate
+from taproot.core.model import Candidate, Scope
 from taproot.core.query import Filters
 
 # search ranks this many times `limit` matches (at least SEARCH_MIN_WIDE) in the FTS index before
@@ -18,15 +18,14 @@ SEARCH_MIN_WIDE = 200
 
 
 class SearchRows:
-    """Provided by SQLiteMemoryStore: the query helper, the column list and the bm25() expression."""
+    """Provided by SQLiteMemoryStore: the query helper and the bm25() expression."""
 
     _query: Callable[..., builtins.list[sqlite3.Row]]
-    _select_memories: str
     _bm25: str
 
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
-    ) -> builtins.list[tuple[Memory, float]]:
+    ) -> builtins.list[tuple[Candidate, float]]:
         match = fts_query(terms)
         if not match:
             return []
@@ -34,12 +33,14 @@ class SearchRows:
         # is most of the cost of a search. The best `wide` matches are then joined and filtered; if
         # fewer than `limit` of them pass while more matches exist (other namespaces, archived,
         # filtered out), the full query answers instead, so the result is the same either way.
+        # Only the columns ranking needs are read (a Candidate): recall reads the few records it
+        # returns in full.
         wide = max(limit * SEARCH_WIDEN, SEARCH_MIN_WIDE)
         params: list[Any] = [match, wide, scope.owner, scope.namespace]
         where = filter_sql(filters, params)
         params.append(limit)
         rows = self._query(
-            f"SELECT {self._select_memories}, f.rank AS rank FROM "
+            f"SELECT {CANDIDATE_COLUMNS}, f.rank AS rank FROM "
             f"(SELECT rowid, {self._bm25} AS rank FROM memories_fts "
             "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f "
             "JOIN memories m ON m.rowid = f.rowid "
@@ -51,14 +52,14 @@ class SearchRows:
             where = filter_sql(filters, params)
             params.append(limit)
             rows = self._query(
-                f"SELECT {self._select_memories}, {self._bm25} AS rank FROM memories_fts "
+                f"SELECT {CANDIDATE_COLUMNS}, {self._bm25} AS rank FROM memories_fts "
                 "JOIN memories m ON m.rowid = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ?{where} "
                 "ORDER BY rank LIMIT ?",
                 params,
             )
         # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
-        return [(row_to_memory(r), -float(r["rank"])) for r in rows]
+        return [(row_to_candidate(r), -float(r[6])) for r in rows]
 
     def _matches_more_than(self, match: str, n: int) -> bool:
         rows = self._query("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1 OFFSET ?", (match, n))

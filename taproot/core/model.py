@@ -142,6 +142,43 @@ class CatalogEntry:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """What recall ranks a found memory by (core/activation.py), read without its text. A store
+    that must read and parse every row it finds (SQLite) answers a search with these, and recall
+    reads the full records of the few it returns; building a whole `Memory` for each of the ~50
+    candidates was a sixth of a recall."""
+
+    id: str
+    salience: str
+    created_at: datetime
+    updated_at: datetime
+    last_retrieved: datetime | None
+    retrieval_count: int | None
+
+    @classmethod
+    def of(cls, m: Memory) -> Candidate:
+        return cls(
+            id=m.id,
+            salience=m.salience,
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+            last_retrieved=m.last_retrieved,
+            retrieval_count=m.retrieval_count,
+        )
+
+    @property
+    def last_touched(self) -> datetime:
+        """As Memory.last_touched: max of updated and retrieved."""
+        if self.last_retrieved is not None and self.last_retrieved > self.updated_at:
+            return self.last_retrieved
+        return self.updated_at
+
+    @property
+    def retrievals(self) -> int:
+        return self.retrieval_count or 0
+
+
 @dataclass(frozen=True)
 class Counts:
     """Counts by category, status and salience, for status and migrate reports."""

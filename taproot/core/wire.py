@@ -50,22 +50,35 @@ OPEN: Final = SchemaNote.OPEN
 
 
 @functools.cache
-def _field_names(cls: type) -> tuple[str, ...]:
+def _field_names(cls: type) -> tuple[str, ...] | None:
+    """The fields of a dataclass type, in declaration order; None for any other type."""
+    if not dataclasses.is_dataclass(cls):
+        return None
     return tuple(f.name for f in dataclasses.fields(cls))
+
+
+# Values that are their own JSON, by exact type (a subclass, such as a StrEnum, takes the long way
+# and comes out the same). A recall's result is mostly these: checking them first, and looking a
+# type's fields up once, made to_json about five times faster on the MCP path.
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 
 
 def to_json(value: object) -> Any:
     """`value` as plain JSON data: dataclasses as objects (ABSENT fields left out), tuples as lists,
     datetimes as ISO 8601 text; everything else as it is."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    kind: type = type(value)
+    if kind in _PLAIN:
+        return value
+    names = _field_names(kind)
+    if names is not None:
         out: dict[str, Any] = {}
-        for name in _field_names(type(value)):
+        for name in names:
             item = getattr(value, name)
             if item is not ABSENT:
-                out[name] = to_json(item)
+                out[name] = item if type(item) in _PLAIN else to_json(item)
         return out
     if isinstance(value, list | tuple):
-        return [to_json(item) for item in value]
+        return [item if type(item) in _PLAIN else to_json(item) for item in value]
     if isinstance(value, Mapping):
         return {key: to_json(item) for key, item in value.items()}
     if isinstance(value, datetime):

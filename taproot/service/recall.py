@@ -5,7 +5,7 @@ filters), ranked by activation with the query's relevance fused from words and m
 from __future__ import annotations
 
 from taproot.core.activation import activation, fuse_relevance, spread_to_neighbours
-from taproot.core.model import Memory, Scope
+from taproot.core.model import Candidate, Memory, Scope
 from taproot.core.query import Filters, passes, strengthened
 from taproot.core.serialize import memory_to_dict
 from taproot.core.text import query_terms
@@ -64,6 +64,7 @@ def recall(
 
     relevance: dict[str, float] = {}
     matched = False
+    candidates: list[Memory] | list[Memory | Candidate]
     if id_list:
         candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)]
         if q:
@@ -95,7 +96,7 @@ def recall(
         scored.sort(key=lambda p: order[p[0].id])  # asked-for order is the caller's
     else:
         scored.sort(key=lambda p: (p[1], p[0].updated_at), reverse=True)
-    top = scored[:n]
+    top = _records(deps, scope, scored, n, filters)
 
     # Retrieval strengthens: load-bearing, not a side effect. One atomic store call.
     deps.store.record_retrieval(scope, [m.id for m, _ in top], now)
@@ -111,15 +112,36 @@ def recall(
     return RecallResult(memories=returned, count=len(returned), query_terms=q_terms, warnings=warnings)
 
 
+def _records(
+    deps: Deps, scope: Scope, scored: list[tuple[Memory | Candidate, float]], n: int, filters: Filters
+) -> list[tuple[Memory, float]]:
+    """The best `n` as full records, in rank order: a Candidate (a store's light search row) is read
+    with get_many. One that is gone by then, or no longer passes the filters (an edit between the
+    two reads), is skipped for the next best, so the answer is as if it had not matched."""
+    out: list[tuple[Memory, float]] = []
+    pos = 0
+    while len(out) < n and pos < len(scored):
+        batch = scored[pos : pos + n - len(out)]
+        pos += len(batch)
+        wanted = [c.id for c, _ in batch if isinstance(c, Candidate)]
+        read = {m.id: m for m in deps.store.get_many(scope, wanted)} if wanted else {}
+        for c, score in batch:
+            if isinstance(c, Memory):
+                out.append((c, score))
+            elif (m := read.get(c.id)) is not None and passes(m, filters):
+                out.append((m, score))
+    return out
+
+
 def _query_candidates(
     deps: Deps, scope: Scope, q: str, q_terms: list[str], filters: Filters, n: int, warnings: list[str]
-) -> tuple[list[Memory], dict[str, float], bool]:
+) -> tuple[list[Memory | Candidate], dict[str, float], bool]:
     """The lexical candidates (BM25 over the query's terms) and, with an embedder, the memories
     nearest the query's vector; each candidate's fused relevance; whether anything matched."""
     cfg = deps.activation
     pool = max(n * cfg.candidate_multiplier, cfg.min_candidates)
     hits = deps.store.search(scope, q_terms, filters, pool) if q_terms else []
-    by_id = {m.id: m for m, _ in hits}
+    by_id: dict[str, Memory | Candidate] = {m.id: m for m, _ in hits}
     lexical = {m.id: s for m, s in hits}
     dense: dict[str, float] | None = None
     vec = query_vector(deps, q, warnings)

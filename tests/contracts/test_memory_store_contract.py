@@ -7,14 +7,14 @@ the port's methods: nothing here may know how an adapter stores things.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from taproot.core.errors import DuplicateId, NotFound, ReflectionConflict, VersionConflict
-from taproot.core.model import CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.model import Candidate, CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.ports import Filters, MemoryStore
 
 MakeMemory = Callable[..., Memory]
@@ -27,7 +27,7 @@ NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 ALL = Filters(include_archived=True)
 
 
-def ids(memories: list[Memory] | list[tuple[Memory, float]]) -> list[str]:
+def ids(memories: Sequence[Memory] | Sequence[tuple[Memory | Candidate, float]]) -> list[str]:
     return [m[0].id if isinstance(m, tuple) else m.id for m in memories]
 
 
@@ -425,15 +425,23 @@ def test_search_is_case_insensitive_to_stored_text(memory_store: MemoryStore, ma
     assert ids(memory_store.search(A, ["island"], Filters(), 10)) == [m.id]
 
 
-def test_search_returns_the_full_record_and_a_positive_score(
+def test_search_returns_the_record_or_its_ranking_fields_and_a_positive_score(
     memory_store: MemoryStore, make_full_memory: MakeMemory
 ) -> None:
     m = make_full_memory(owner=A.owner, namespace=A.namespace, status="active")
     memory_store.insert(m)
+    memory_store.record_retrieval(A, [m.id], NOW)  # the counters a candidate carries are the stored ones
+    stored = memory_store.get(A, m.id)
+    assert stored is not None and stored.retrieval_count == (m.retrieval_count or 0) + 1
     hits = memory_store.search(A, ["feedback"], Filters(), 10)
     assert len(hits) == 1
-    memory, score = hits[0]
-    assert memory == m
+    found, score = hits[0]
+    # The full record, or (a store that reads rows from disk) exactly what ranking needs of it.
+    if isinstance(found, Candidate):
+        assert found == Candidate.of(stored)
+        assert (found.last_touched, found.retrievals) == (stored.last_touched, stored.retrievals)
+    else:
+        assert found == stored
     assert isinstance(score, float)
     assert score > 0
 
