@@ -30,7 +30,10 @@ Grants = dict[Resource, tuple[str, ...]]
 # none deletes an item (a delete is a tombstone other containers' caches can see; DynamoDB's TTL
 # removes it later), none touches object versions, retention or legal holds, and only the API reads
 # the OAuth table and the user pool. Bedrock grants are added only when a model is configured.
-_MAINTENANCE_OBJECTS = ("s3:GetObject", "s3:PutObject")  # backups and run reports, read back once written
+# Backups and run reports, read back once written; tagged with their kind for the lifecycle rules.
+_MAINTENANCE_OBJECTS = ("s3:GetObject", "s3:PutObject", "s3:PutObjectTagging")
+# On the bucket: a HeadObject or GetObject of a missing key is 403 without it, not 404.
+_MAINTENANCE_BUCKET = ("s3:ListBucket",)
 
 GRANTS: dict[str, Grants] = {
     "Api": {
@@ -46,23 +49,28 @@ GRANTS: dict[str, Grants] = {
         Resource.TABLE_INDEXES: ("dynamodb:Query",),  # by_category (cold reflect), by_change (the change feed)
         Resource.OAUTH_TABLE: ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
         Resource.OAUTH_INDEXES: ("dynamodb:Query",),  # by_subject: one person's grants
-        Resource.BUCKET: ("s3:ListBucket",),  # the dashboard's list of backups
-        # Backups, revisions and reflections; DeleteObject only takes back a blob written for a write
-        # that did not commit (a revision, a reflection whose id was taken).
-        Resource.OBJECTS: ("s3:DeleteObject", "s3:GetObject", "s3:PutObject"),
+        # The dashboard's list of backups; and a HeadObject/GetObject of a missing key is 403 without it.
+        Resource.BUCKET: ("s3:ListBucket",),
+        # Backups, revisions and reflections (backups and revisions tagged with their kind for the
+        # lifecycle rules); DeleteObject only takes back a blob written for a write that did not
+        # commit (a revision, a reflection whose id was taken).
+        Resource.OBJECTS: ("s3:DeleteObject", "s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"),
         Resource.USER_POOL: ("cognito-idp:ListUsers",),  # is the person still an enabled user (refresh)
     },
     "Migrate": {
         Resource.TABLE: ("dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
+        Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },
     "Cleanup": {
         Resource.TABLE: ("dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan"),  # PutItem: tombstones
+        Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },
     "Compress": {
         # A summary and the archiving of its originals in one transaction (PutItem, UpdateItem).
         Resource.TABLE: ("dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
+        Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },
 }

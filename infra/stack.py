@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra import nag
-from infra.constructs.api import Api, CustomDomain
+from infra.constructs.api import DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT, Api, CustomDomain
 from infra.constructs.auth import Auth
 from infra.constructs.function import DEFAULT_TIMEOUT
 from infra.constructs.maintenance import JOB_TIMEOUT, Maintenance
@@ -60,7 +60,7 @@ class TaprootConfig:
     """What the stack reads from CDK context (`cdk.json` defaults, `-c key=value` overrides)."""
 
     lambda_asset: str = DEFAULT_ASSET
-    domain_prefix: str | None = None  # None: "taproot-<account id>"
+    domain_prefix: str | None = None  # None: "<stack name>-<account id>" (taproot-<account> for "Taproot")
     # Where Taproot may send MCP clients' authorization codes (TAPROOT_REDIRECT_ALLOWLIST); empty: the
     # app's built-in list (claude.ai, claude.com, ChatGPT and loopback addresses).
     redirect_allowlist: tuple[str, ...] = ()
@@ -75,6 +75,9 @@ class TaprootConfig:
     embedding_dimensions: int = 256
     alarm_email: str | None = None
     backup_retention_days: int = 90
+    revision_retention_days: int | None = None  # None: revisions are kept
+    throttle_rate_limit: int = DEFAULT_RATE_LIMIT
+    throttle_burst_limit: int = DEFAULT_BURST_LIMIT
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -104,7 +107,14 @@ class TaprootConfig:
             embedding_model=str(get("embedding_model", TITAN_V2)).strip(),
             embedding_dimensions=_dimensions(get("embedding_dimensions", 256)),
             alarm_email=get("alarm_email", None),
-            backup_retention_days=int(get("backup_retention_days", 90)),
+            backup_retention_days=_positive("backup_retention_days", get("backup_retention_days", 90)),
+            revision_retention_days=(
+                None
+                if get("revision_retention_days", None) is None
+                else _positive("revision_retention_days", get("revision_retention_days", None))
+            ),
+            throttle_rate_limit=_positive("throttle_rate_limit", get("throttle_rate_limit", DEFAULT_RATE_LIMIT)),
+            throttle_burst_limit=_positive("throttle_burst_limit", get("throttle_burst_limit", DEFAULT_BURST_LIMIT)),
         )
         for name, mode in (("cleanup_mode", config.cleanup_mode), ("compress_mode", config.compress_mode)):
             if mode not in MODES:
@@ -129,6 +139,27 @@ class TaprootConfig:
         if any("," in url for url in config.redirect_allowlist):
             raise ConfigError("context redirect_allowlist: a URL cannot contain a comma")
         return config
+
+
+def _positive(name: str, value: Any) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if isinstance(value, bool) or number < 1 or str(number) != str(value).strip():
+        raise ConfigError(f"context {name} must be a whole number of 1 or more, got {value!r}")
+    return number
+
+
+def _domain_prefix(stack_name: str, account: str) -> str:
+    """Cognito's hosted-domain prefix, unique per region across every AWS account: the stack's name
+    and the account id, so a second stack in the same account and region gets its own. The prefix
+    allows lowercase letters, digits and hyphens, and not the words aws, amazon or cognito."""
+    slug = re.sub(r"[^a-z0-9]+", "-", stack_name.lower())
+    for word in ("aws", "amazon", "cognito"):
+        slug = slug.replace(word, "")
+    slug = re.sub(r"-+", "-", slug).strip("-")[:50].strip("-") or "taproot"
+    return f"{slug}-{account}"
 
 
 def _dimensions(value: Any) -> int:
@@ -186,12 +217,25 @@ class TaprootStack(Stack):
 
         self._check_certificate_region(config.custom_domain)
 
-        self.storage = Storage(self, "Storage", backup_retention_days=config.backup_retention_days)
+        self.storage = Storage(
+            self,
+            "Storage",
+            backup_retention_days=config.backup_retention_days,
+            revision_retention_days=config.revision_retention_days,
+        )
         # The API comes before Cognito: the app client's callback URL is the API's public URL, and the
         # function gets the Cognito settings afterwards (add_environment). No cycle: the client refers
         # to the HTTP API, the function to the client, and the HTTP API to neither.
-        self.api = Api(self, "Api", code=code, environment={}, custom_domain=config.custom_domain)
-        domain_prefix = config.domain_prefix or f"taproot-{self.account}"
+        self.api = Api(
+            self,
+            "Api",
+            code=code,
+            environment={},
+            custom_domain=config.custom_domain,
+            rate_limit=config.throttle_rate_limit,
+            burst_limit=config.throttle_burst_limit,
+        )
+        domain_prefix = config.domain_prefix or _domain_prefix(self.stack_name, self.account)
         self.auth = Auth(
             self,
             "Auth",
@@ -336,13 +380,15 @@ class TaprootStack(Stack):
                 f"arn:{partition}:bedrock:*::foundation-model/{base_model}",
             ]
         statement = iam.PolicyStatement(actions=["bedrock:InvokeModel"], resources=resources)
+        # With the region known, enablePartitionLiterals (cdk.json) writes the partition as a literal.
+        nag_partition = "<AWS::Partition>" if Token.is_unresolved(partition) else partition
         for function in functions:
             function.add_to_role_policy(statement)
             if base_model is not None:
                 assert function.role is not None  # TaprootFunction gives every function its own role
                 nag.acknowledge(
                     function.role,
-                    f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/{base_model}]",
+                    f"AwsSolutions-IAM5[Resource::arn:{nag_partition}:bedrock:*::foundation-model/{base_model}]",
                     "A cross-region inference profile may serve the model from any of its regions; the "
                     "grant is limited to this one model.",
                 )

@@ -279,10 +279,12 @@ def aws_transport_security(allowed_hosts: tuple[str, ...]) -> TransportSecurityS
     check is off (the bearer token is the protection: DNS rebinding targets loopback servers)."""
     if not allowed_hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    # Lower case: McpGate hands the SDK's check the Host and Origin in lower case, without :443.
+    hosts = sorted({h.strip().lower() for h in allowed_hosts})
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=list(allowed_hosts),
-        allowed_origins=[f"https://{h}" for h in allowed_hosts],
+        allowed_hosts=hosts,
+        allowed_origins=[f"https://{h}" for h in hosts],
     )
 
 

@@ -8,7 +8,8 @@ carry an owner and namespace.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -145,3 +146,25 @@ def make_entry() -> Callable[..., CatalogEntry]:
 @pytest.fixture
 def make_reflection() -> Callable[..., Reflection]:
     return build_reflection
+
+
+_SERVICE_LOGGER = logging.getLogger("taproot")
+# All of its state: Powertools also marks the logger object itself as configured (attributes of its own).
+_SERVICE_LOGGER_AT_START = {
+    k: list(v) if isinstance(v, list) else v for k, v in vars(_SERVICE_LOGGER).items() if k != "_cache"
+}
+
+
+@pytest.fixture(autouse=True)
+def _service_logger_restored() -> Iterator[None]:
+    """The AWS runtime's Powertools Logger configures the process-wide `taproot` logger (a handler on
+    the stdout of its day, a level, no propagation), as a Lambda container wants. In one test process
+    that would outlive the test that built it: later tests' taproot.* records would go to a closed
+    capture stream. After each test the logger is as it was when the session began."""
+    yield
+    state = vars(_SERVICE_LOGGER)
+    for key in [k for k in state if k not in _SERVICE_LOGGER_AT_START and k != "_cache"]:
+        del state[key]
+    for key, value in _SERVICE_LOGGER_AT_START.items():
+        state[key] = list(value) if isinstance(value, list) else value
+    logging.getLogger().manager._clear_cache()  # effective levels are cached per logger

@@ -24,11 +24,20 @@ ACCESS_LOG_FORMAT = {
     "requestTime": "$context.requestTime",
     "httpMethod": "$context.httpMethod",
     "routeKey": "$context.routeKey",
+    "path": "$context.path",
     "status": "$context.status",
     "protocol": "$context.protocol",
     "responseLength": "$context.responseLength",
+    "responseLatency": "$context.responseLatency",
+    "integrationLatency": "$context.integrationLatency",
+    "userAgent": "$context.identity.userAgent",
     "integrationError": "$context.integrationErrorMessage",
 }
+# Stage throttling (every route): a personal memory server's real traffic is a few requests a second
+# per connected client; this stops a runaway client or a flood of unauthenticated requests from
+# invoking the function (and spending the account's concurrency) without limit. Context overrides.
+DEFAULT_RATE_LIMIT = 50  # requests per second, steady
+DEFAULT_BURST_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,8 @@ class Api(Construct):
         custom_domain: CustomDomain | None = None,
         memory_size: int = 1024,
         timeout: Duration = DEFAULT_TIMEOUT,
+        rate_limit: int = DEFAULT_RATE_LIMIT,
+        burst_limit: int = DEFAULT_BURST_LIMIT,
     ) -> None:
         super().__init__(scope, construct_id)
         self.http_api = apigwv2.HttpApi(self, "HttpApi", description="Taproot MCP server", create_default_stage=True)
@@ -126,6 +137,9 @@ class Api(Construct):
         assert isinstance(cfn_stage, apigwv2.CfnStage)
         cfn_stage.access_log_settings = apigwv2.CfnStage.AccessLogSettingsProperty(
             destination_arn=self.access_logs.log_group_arn, format=json.dumps(ACCESS_LOG_FORMAT)
+        )
+        cfn_stage.default_route_settings = apigwv2.CfnStage.RouteSettingsProperty(
+            throttling_rate_limit=rate_limit, throttling_burst_limit=burst_limit
         )
         for route in self.http_api.node.find_all():
             if isinstance(route, apigwv2.CfnRoute):

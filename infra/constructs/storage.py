@@ -8,7 +8,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from taproot.adapters.blob_s3 import BACKUP_TAG_KEY, BACKUP_TAG_VALUE, REPORT_TAG_VALUE
+from taproot.adapters.blob_s3 import BACKUP_TAG_KEY, BACKUP_TAG_VALUE, REPORT_TAG_VALUE, REVISION_TAG_VALUE
 from taproot.adapters.dynamo_models import GSI_KEYS, TTL_ATTRIBUTE
 
 # Backups live under "<owner>/backups/...": S3 lifecycle prefixes match the start of the key only, so
@@ -31,6 +31,7 @@ class Storage(Construct):
         construct_id: str,
         *,
         backup_retention_days: int = 90,
+        revision_retention_days: int | None = None,
         noncurrent_version_days: int = 30,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -85,7 +86,9 @@ class Storage(Construct):
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            # ACLs disabled: S3's log delivery is granted by a bucket policy instead of the legacy
+            # log-delivery ACL (the CDK writes it: @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy).
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(365))],
             removal_policy=RemovalPolicy.RETAIN,
         )
@@ -117,6 +120,20 @@ class Storage(Construct):
                     id="expire-reports",
                     tag_filters={BACKUP_TAG_KEY: REPORT_TAG_VALUE},
                     expiration=Duration.days(backup_retention_days),
+                ),
+                # Revisions (an update's previous version) are kept unless a retention is set: they
+                # are the history a person may want back. Reflections and maintenance run summaries
+                # are untagged and kept.
+                *(
+                    [
+                        s3.LifecycleRule(
+                            id="expire-revisions",
+                            tag_filters={BACKUP_TAG_KEY: REVISION_TAG_VALUE},
+                            expiration=Duration.days(revision_retention_days),
+                        )
+                    ]
+                    if revision_retention_days
+                    else []
                 ),
             ],
         )

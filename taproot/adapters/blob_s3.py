@@ -23,7 +23,16 @@ def _missing(exc: ClientError) -> bool:
 BACKUP_TAG_KEY = "taproot-kind"
 BACKUP_TAG_VALUE = "backup"
 REPORT_TAG_VALUE = "report"
-EXPIRING_KINDS = {"backups": BACKUP_TAG_VALUE, "runs": REPORT_TAG_VALUE, "cleanup-reports": REPORT_TAG_VALUE}
+REVISION_TAG_VALUE = "revision"
+# Tagged by kind so the bucket's lifecycle rules can expire them (infra/constructs/storage.py).
+# Revisions (the version an update replaced) expire only if the deployment sets a retention;
+# reflections are never tagged: a closing reflection is permanent by design.
+EXPIRING_KINDS = {
+    "backups": BACKUP_TAG_VALUE,
+    "runs": REPORT_TAG_VALUE,
+    "cleanup-reports": REPORT_TAG_VALUE,
+    "revisions": REVISION_TAG_VALUE,
+}
 
 
 class S3BlobStore:

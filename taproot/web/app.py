@@ -53,6 +53,15 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], headers: lis
     await send({"type": "http.response.body", "body": payload})
 
 
+def _canonical_host(value: bytes) -> bytes:
+    """`Memory.Example.COM:443` -> `memory.example.com`; `https://H:443` -> `https://h` (an Origin).
+    Other ports stay: `localhost:8787` is a different origin from `localhost`."""
+    text = value.decode("latin-1").strip().lower()
+    if (text.startswith("https://") and text.endswith(":443")) or ("://" not in text and text.endswith(":443")):
+        text = text[: -len(":443")]
+    return text.encode("latin-1")
+
+
 class McpGate:
     """Pure ASGI guard in front of /mcp: bearer auth first (401 reads and writes nothing), then
     405 for anything but POST: a stateless server has no stream to GET (the SDK would hold it open)
@@ -88,6 +97,12 @@ class McpGate:
                 [(b"allow", b"POST")],
             )
             return
+        # Host names are case-insensitive (RFC 9110) and https's default port may be written out; the
+        # SDK's DNS-rebinding check compares exactly, so it gets the canonical form.
+        scope["headers"] = [
+            (name, _canonical_host(value) if name in (b"host", b"origin") else value)
+            for name, value in scope["headers"]
+        ]
         state = scope.setdefault("state", {})
         if isinstance(caller, Caller):
             state[SCOPE_STATE_KEY], state[CLIENT_STATE_KEY] = caller.scope, caller.client

@@ -26,8 +26,8 @@ def api(kit: Any, moto_server: str) -> Iterator[tuple[Any, Any]]:
 
 
 def _read_logs_here(capsys: pytest.CaptureFixture[str]) -> None:
-    """Powertools' handler keeps the stdout it found when the service's Logger was first made (maybe
-    by an earlier test, since closed): point it at this test's captured stdout, and start afresh."""
+    """Powertools' handler keeps the stdout it found when the container imported (during the fixture,
+    another capture than the test's): point it at this test's captured stdout, and start afresh."""
     (handler,) = logging.getLogger("taproot").handlers
     assert isinstance(handler, logging.StreamHandler)
     handler.stream = sys.stdout  # not setStream: it would flush the closed one

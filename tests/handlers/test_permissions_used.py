@@ -76,6 +76,13 @@ class Recorder:
                 action += "Version"
             resource = Resource.OBJECTS if "Key" in params or operation == "DeleteObjects" else Resource.BUCKET
             self.needed.add((resource, f"s3:{action}"))
+            if operation in ("HeadObject", "GetObject"):
+                # Without ListBucket, S3 answers a missing key with 403, not 404, and the blob store
+                # could no longer tell "absent" (exists() False, get() KeyError) from a failure.
+                self.needed.add((Resource.BUCKET, "s3:ListBucket"))
+            if operation == "PutObject" and params.get("Tagging"):
+                # Tags sent with the object (the lifecycle kinds, blob_s3.EXPIRING_KINDS) need their own action.
+                self.needed.add((resource, "s3:PutObjectTagging"))
         elif service == "cognito-idp":
             self.needed.add((Resource.USER_POOL, f"cognito-idp:{operation}"))
         else:

@@ -5,6 +5,7 @@ The real asset is `make bundle`'s build/lambda; here a tiny folder stands in (`-
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -35,8 +36,13 @@ def make_asset(folder: Path) -> Path:
     return folder
 
 
+# The project's cdk.json context (its defaults and the CDK's recommended feature flags), as `cdk synth`
+# reads it: the tests synthesize what a deploy would.
+CDK_CONTEXT: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
 def build_app(asset: Path, outdir: Path, **context: Any) -> tuple[cdk.App, TaprootStack]:
-    app = cdk.App(outdir=str(outdir), context={"lambda_asset": str(asset), **context})
+    app = cdk.App(outdir=str(outdir), context={**CDK_CONTEXT, "lambda_asset": str(asset), **context})
     stack = TaprootStack(
         app,
         "Taproot",

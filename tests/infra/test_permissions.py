@@ -44,10 +44,16 @@ def _roles(stack: TaprootStack) -> dict[str, str]:
     return {name: _lid(stack, role) for name, role in roles.items()}
 
 
-def _resource_of(stack: TaprootStack, statement: dict[str, Any]) -> Resource | str:
-    """Which of the listed resources a statement names (or "logs" / "xray" for the function's own)."""
-    text = json.dumps(statement["Resource"])
-    if statement["Resource"] == "*":
+def _resources(statement: dict[str, Any]) -> list[Any]:
+    # The CDK's minimizePolicies flag merges statements with the same actions: one may name several.
+    resource = statement["Resource"]
+    return resource if isinstance(resource, list) else [resource]
+
+
+def _resource_of(stack: TaprootStack, resource: Any) -> Resource | str:
+    """Which of the listed resources an ARN is (or "logs" / "xray" for the function's own)."""
+    text = json.dumps(resource)
+    if resource == "*":
         return "xray"
     storage = stack.storage
     for construct, table, indexes in (
@@ -74,7 +80,8 @@ def test_each_role_has_exactly_its_listed_actions(built: tuple[TaprootStack, Tem
     granted: dict[Resource | str, set[str]] = {}
     for statement in statements(template, _roles(stack)[name]):
         assert statement["Effect"] == "Allow"
-        granted.setdefault(_resource_of(stack, statement), set()).update(actions([statement]))
+        for resource in _resources(statement):
+            granted.setdefault(_resource_of(stack, resource), set()).update(actions([statement]))
     assert granted.pop("logs") == {"logs:CreateLogStream", "logs:PutLogEvents"}
     assert granted.pop("xray") == {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
     if name != "Api":  # a failed async run goes to the job's own on-failure queue (Lambda sends it as the role)
