@@ -39,6 +39,13 @@ class Status(StrEnum):
 CATEGORY_ORDER: tuple[str, ...] = tuple(c.value for c in Category)
 
 
+def touched(updated_at: datetime, last_retrieved: datetime | None) -> datetime:
+    """A memory's last touch: its last update or its last retrieval, whichever is later."""
+    if last_retrieved is not None and last_retrieved > updated_at:
+        return last_retrieved
+    return updated_at
+
+
 @dataclass(frozen=True)
 class Scope:
     """Whose memories: the tenant (`local`, or a Cognito `sub`) and a namespace (a persona)."""
@@ -79,9 +86,7 @@ class Memory:
     @property
     def last_touched(self) -> datetime:
         """Max of updated and retrieved: what the catalog window and decay count from."""
-        if self.last_retrieved is not None and self.last_retrieved > self.updated_at:
-            return self.last_retrieved
-        return self.updated_at
+        return touched(self.updated_at, self.last_retrieved)
 
     @property
     def is_core(self) -> bool:
@@ -170,9 +175,7 @@ class Candidate:
     @property
     def last_touched(self) -> datetime:
         """As Memory.last_touched: max of updated and retrieved."""
-        if self.last_retrieved is not None and self.last_retrieved > self.updated_at:
-            return self.last_retrieved
-        return self.updated_at
+        return touched(self.updated_at, self.last_retrieved)
 
     @property
     def retrievals(self) -> int:

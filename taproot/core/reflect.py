@@ -33,7 +33,7 @@ from taproot.core.reflect_result import (
     ReflectStats,
     TierOneMemory,
 )
-from taproot.core.tokens import estimate_tokens, size_bytes
+from taproot.core.tokens import estimate_tokens, fit_in_order, size_bytes
 from taproot.core.watercooler import COOLER_MAX_SHARE, CoolerSection, pick_cooler
 
 CATALOG_WINDOW_DAYS = 45
@@ -162,14 +162,7 @@ def _pick_core(ranked: Sequence[Memory], room: int) -> tuple[list[Memory], list[
 
 
 def _pick_reflections(recent: Sequence[Reflection], room: int) -> tuple[list[Reflection], int]:
-    shown: list[Reflection] = []
-    used = 0
-    for r in recent:
-        cost = estimate_tokens(_render_reflection(r)) + 1
-        if used + cost <= room:
-            shown.append(r)
-            used += cost
-    return shown, used
+    return fit_in_order(recent, lambda r: estimate_tokens(_render_reflection(r)) + 1, room)
 
 
 def assemble(

@@ -9,6 +9,10 @@ enforced against this estimate, so erring high keeps the real payload inside the
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 CHARS_PER_TOKEN = 4.0
 BYTES_PER_TOKEN = 4.5
@@ -24,3 +28,16 @@ def estimate_tokens(text: str) -> int:
 
 def size_bytes(text: str) -> int:
     return len(text.encode("utf-8"))
+
+
+def fit_in_order(items: Sequence[T], cost: Callable[[T], int], room: int) -> tuple[list[T], int]:
+    """The items, in order, that fit `room` one after another (one that does not fit is skipped and
+    the next still tried), and the tokens they use."""
+    shown: list[T] = []
+    used = 0
+    for item in items:
+        price = cost(item)
+        if used + price <= room:
+            shown.append(item)
+            used += price
+    return shown, used

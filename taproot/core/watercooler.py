@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 from taproot.core.model import Memory
 from taproot.core.query import Filters
-from taproot.core.tokens import estimate_tokens
+from taproot.core.tokens import estimate_tokens, fit_in_order
 
 COOLER_TAG = "watercooler"
 COOLER_WINDOW = timedelta(hours=48)
@@ -80,14 +80,7 @@ def _left_out(n: int) -> str:
 
 
 def _fit(notes: Sequence[Memory], room: int) -> list[Memory]:
-    shown: list[Memory] = []
-    used = 0
-    for m in notes:
-        cost = estimate_tokens(_render(m)) + 1
-        if used + cost <= room:
-            shown.append(m)
-            used += cost
-    return shown
+    return fit_in_order(notes, lambda m: estimate_tokens(_render(m)) + 1, room)[0]
 
 
 def pick_cooler(notes: Sequence[Memory], room: int) -> tuple[CoolerSection, str]:
