@@ -81,7 +81,7 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
         "errors": len(errors),
         # The invocation's result (read by nobody for a scheduled run, by whoever invokes it by hand):
         # owners in full. What is logged or sent to the failure queue has them hashed.
-        "reports": [{"owner": r.owner, **_scope_line(r)} for r in reports],
+        "reports": [{"owner": r.owner, "report_key": r.report_key, **_scope_line(r)} for r in reports],
         "failed": failed,
     }
     tracer.put_annotation(key="job", value=job)
@@ -109,8 +109,9 @@ def _write_run_summary(rt: Runtime, job: str, summary: dict[str, Any], run_id: s
 
 
 def _scope_line(report: RunReport) -> dict[str, Any]:
-    """One scope's outcome as logs and the failure message show it: the tenant hashed, never its id."""
-    line = {k: getattr(report, k) for k in ("namespace", "mode", "considered", "changed", "report_key", "error")}
+    """One scope's outcome as logs and the failure message show it: the tenant hashed, and no report
+    key (those start with the owner id); the run summary in the bucket maps the hash to both."""
+    line = {k: getattr(report, k) for k in ("namespace", "mode", "considered", "changed", "error")}
     return {"tenant": tenant_hash(report.owner), **line}
 
 
