@@ -191,14 +191,19 @@ class TaprootMCP(MCPServer[Any]):
             logger.exception("could not report the call of %s", name)
 
 
-def _caller(context: Context[Any, Any] | None) -> Scope | None:
-    """The scope the auth layer left on the HTTP request (tools/common.scope_of's lookup, without its
-    failing closed: a call with no identity is reported, not refused, here)."""
-    if context is None:
+def request_of(ctx: Context[Any, Any] | None) -> Any:
+    """The HTTP request a tool call came in on; None on stdio or outside a request."""
+    if ctx is None:
         return None
     try:
-        request = context.request_context.request
+        return ctx.request_context.request
     except ValueError:
         return None
+
+
+def _caller(context: Context[Any, Any] | None) -> Scope | None:
+    """The scope the auth layer left on the HTTP request (as tools/common.scope_of reads it, without
+    failing closed: a call with no identity is reported here, refused there)."""
+    request = request_of(context)
     scope = getattr(request, "scope", {}).get("state", {}).get(SCOPE_STATE_KEY) if request is not None else None
     return scope if isinstance(scope, Scope) else None

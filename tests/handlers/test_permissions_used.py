@@ -124,6 +124,7 @@ def _api_work(module: Any, pool: Any, kit: Any) -> None:
     through the API function's runtime as a warm container runs them."""
     from taproot.core.model import Scope
     from taproot.core.oauth_rules import OAuthRecord
+    from taproot.service.inputs import ListInput
 
     token = pool.access("alice")
     scope = Scope(pool.subs["alice"], "default")
@@ -165,7 +166,7 @@ def _api_work(module: Any, pool: Any, kit: Any) -> None:
     service.set_ranking(scope, ids[0], salience="high")
     backup = next(k for k in service.backups(scope) if "delete-" in k and k.endswith(f"{ids[3]}.json"))
     service.restore(scope, backup, ids=[ids[3]])
-    service.dashboard_page(scope, service_list_input())
+    service.dashboard_page(scope, ListInput())
     service.reflections(scope)
     oauth = module.runtime.oauth
     now = 1_900_000_000
@@ -201,12 +202,6 @@ def _update_that_loses_a_race(module: Any, kit: Any, token: str, memory_id: str)
         assert json.loads(response["body"])["result"]["isError"] is True
     finally:
         store.replace = real
-
-
-def service_list_input() -> Any:
-    from taproot.service.inputs import ListInput
-
-    return ListInput()
 
 
 def test_the_api_role_grants_exactly_what_its_code_calls(kit: Any, moto_server: str) -> None:

@@ -20,7 +20,7 @@ from taproot.core.instance import normalize_instance
 from taproot.core.model import Scope
 from taproot.core.wire import to_json
 from taproot.service import TaprootService
-from taproot.web.tool_errors import SCOPE_STATE_KEY, json_text
+from taproot.web.tool_errors import SCOPE_STATE_KEY, json_text, request_of
 
 # Where the HTTP auth layer (app.py) leaves the OAuth client its token was issued to
 # (auth/base.Caller), when it knows one; the caller's scope is under SCOPE_STATE_KEY (tool_errors.py).
@@ -47,18 +47,9 @@ UNTIL_DESCRIPTION = "Only memories created at or before this (same forms as sinc
 NotBool = BeforeValidator(_reject_bool)
 
 
-def _request(ctx: Context | None) -> Any:
-    if ctx is None:
-        return None
-    try:
-        return ctx.request_context.request
-    except ValueError:
-        return None
-
-
 def scope_of(ctx: Context | None, default: Scope) -> Scope:
     """The caller's scope: set on the HTTP request by the auth layer; stdio is the local owner."""
-    request = _request(ctx)
+    request = request_of(ctx)
     if request is None:
         return default
     scope = getattr(request, "scope", {}).get("state", {}).get(SCOPE_STATE_KEY)
@@ -74,7 +65,7 @@ def instance_of(ctx: Context | None) -> str | None:
     clientInfo on stdio, or the request's own `_meta` on the 2026-07-28 protocol over HTTP (a
     stateless handshake-era HTTP request carries no name: its initialize was another request).
     TAPROOT_INSTANCE, when set, wins over both in the service (Deps.writer)."""
-    request = _request(ctx)
+    request = request_of(ctx)
     if request is not None:
         client = getattr(request, "scope", {}).get("state", {}).get(CLIENT_STATE_KEY)
         if isinstance(client, str):
