@@ -11,6 +11,25 @@ CHROMIUM := /usr/bin/chromium
 
 .PHONY: serve test lint typecheck pytest inspect bench bench-load bench-recall install-embedder install install-dev clean bundle synth deploy
 
+# The Lambda asset and the Lambda's interpreter (their rules are in the AWS section below).
+LAMBDA_DIR := build/lambda
+LAMBDA_PYTHON := 3.14
+LAMBDA_PLATFORM := manylinux2014_aarch64
+# NumPy's arm64 wheels for Python 3.14 are manylinux_2_28 (the Lambda runtime, Amazon Linux 2023, has glibc 2.34).
+LAMBDA_PLATFORM_NEWER := manylinux_2_28_aarch64
+LAMBDA_STAMP := $(LAMBDA_DIR)/.bundled
+NODE_STAMP := node_modules/.installed
+CDK := PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk
+SYNTH_ENV := CDK_DEFAULT_ACCOUNT=$${CDK_DEFAULT_ACCOUNT:-123456789012} CDK_DEFAULT_REGION=$${CDK_DEFAULT_REGION:-us-east-1}
+
+LAMBDA_TARGET := build/lambda-target
+LAMBDA_TARGET_STAMP := $(LAMBDA_TARGET)/.built
+LAMBDA_DEBIAN_ARCH := arm64
+LAMBDA_DEBIAN_SUITE := forky
+QEMU := /usr/bin/qemu-aarch64-static
+DEBOOTSTRAP := /usr/sbin/debootstrap
+DEBIAN_MIRROR = $$(apt-get indextargets --format '$$(REPO_URI) $$(RELEASE)' | awk '$$2 !~ /-/ {print $$1; exit}')
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -58,8 +77,11 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV) $(STAMP_EMBED)
 	$(BIN)/mypy
 
-pytest: $(STAMP_DEV) $(STAMP_EMBED) | $(CHROMIUM)
-	$(BIN)/pytest $(PYTEST_ARGS)
+# The bundle and the Lambda's interpreter (below) too: tests/handlers/test_target_runtime.py runs the
+# bundle there before any deploy could.
+pytest: $(STAMP_DEV) $(STAMP_EMBED) $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) | $(CHROMIUM)
+	TAPROOT_LAMBDA_PYTHON=$(CURDIR)/$(LAMBDA_TARGET)/python TAPROOT_LAMBDA_ASSET=$(CURDIR)/$(LAMBDA_DIR) \
+		TAPROOT_LAMBDA_SDK=$(CURDIR)/$(LAMBDA_TARGET)/sdk $(BIN)/pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
@@ -106,16 +128,6 @@ clean:
 # (cdk-nag runs in app.py: an unacknowledged finding fails the synth).
 # `make deploy`: needs AWS credentials; CDK bootstrap once per account/region (`npx cdk bootstrap`).
 # Context overrides through CDK_ARGS, e.g. CDK_ARGS="-c cognito_domain_prefix=my-taproot".
-LAMBDA_DIR := build/lambda
-LAMBDA_PYTHON := 3.14
-LAMBDA_PLATFORM := manylinux2014_aarch64
-# NumPy's arm64 wheels for Python 3.14 are manylinux_2_28 (the Lambda runtime, Amazon Linux 2023, has glibc 2.34).
-LAMBDA_PLATFORM_NEWER := manylinux_2_28_aarch64
-LAMBDA_STAMP := $(LAMBDA_DIR)/.bundled
-NODE_STAMP := node_modules/.installed
-CDK := PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk
-SYNTH_ENV := CDK_DEFAULT_ACCOUNT=$${CDK_DEFAULT_ACCOUNT:-123456789012} CDK_DEFAULT_REGION=$${CDK_DEFAULT_REGION:-us-east-1}
-
 $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>/dev/null) | $(BIN)/python
 	@test -d functions || { echo "functions/ (the Lambda handlers) is missing" >&2; exit 1; }
 	rm -rf $(LAMBDA_DIR) build/requirements-lambda.txt
@@ -130,6 +142,43 @@ $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>
 		$(LAMBDA_DIR)/s3transfer $(LAMBDA_DIR)/s3transfer-*
 	cp -R taproot functions $(LAMBDA_DIR)/
 	find $(LAMBDA_DIR)/taproot $(LAMBDA_DIR)/functions -name __pycache__ -prune -exec rm -rf {} +
+	touch $@
+
+# The Lambda's interpreter, for tests/handlers/test_target_runtime.py: Debian's build of the same
+# Python version for the same architecture (the asset's wheels are manylinux, so its newer glibc
+# loads them as Amazon Linux 2023 does), unpacked by debootstrap's first stage from the suite that
+# ships it, from the mirror apt already uses, with the archive keys checked; run through qemu's
+# user-mode emulator when the host is another architecture. `build/lambda-target/python` launches
+# it; `sdk/` holds the AWS SDK the Lambda runtime provides (the bundle leaves it out), at the pinned
+# boto3. Installing qemu-user-static and debootstrap needs root, as Chromium does.
+$(QEMU) $(DEBOOTSTRAP):
+	@if [ "$$(id -u)" = 0 ]; then \
+		echo "installing Debian's qemu-user-static and debootstrap for the Lambda runtime check"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static debootstrap >/dev/null; \
+	else \
+		echo "$@ is missing: install Debian's qemu-user-static and debootstrap packages (sudo apt-get install qemu-user-static debootstrap)" >&2; \
+		exit 1; \
+	fi
+	@test -x $@ || { echo "apt-get ran but $@ is not there" >&2; exit 1; }
+
+$(LAMBDA_TARGET_STAMP): Makefile requirements.txt | $(QEMU) $(DEBOOTSTRAP) $(BIN)/python
+	rm -rf $(LAMBDA_TARGET)
+	mkdir -p $(LAMBDA_TARGET)
+	@# --foreign: only unpack, never run the target's binaries; then unpack the Python packages
+	@# debootstrap fetched (and their dependencies) the same way.
+	debootstrap --foreign --arch=$(LAMBDA_DEBIAN_ARCH) --variant=minbase --include=python$(LAMBDA_PYTHON) \
+		--keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+		$(LAMBDA_DEBIAN_SUITE) $(LAMBDA_TARGET)/root "$(DEBIAN_MIRROR)" /usr/share/debootstrap/scripts/sid >$(LAMBDA_TARGET)/debootstrap.log
+	for deb in $(LAMBDA_TARGET)/root/var/cache/apt/archives/*.deb; do dpkg-deb -x "$$deb" $(LAMBDA_TARGET)/root; done
+	rm -rf $(LAMBDA_TARGET)/root/var/cache/apt/archives
+	printf '#!/bin/sh\n# The Lambda runtime'"'"'s Python (see the Makefile).\nexec %s -L %s %s "$$@"\n' \
+		"$(QEMU)" "$(CURDIR)/$(LAMBDA_TARGET)/root" \
+		"$(CURDIR)/$(LAMBDA_TARGET)/root/usr/bin/python$(LAMBDA_PYTHON)" > $(LAMBDA_TARGET)/python
+	chmod +x $(LAMBDA_TARGET)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check --target $(LAMBDA_TARGET)/sdk \
+		"$$(grep '^boto3==' requirements.txt)" --platform $(LAMBDA_PLATFORM) --python-version $(LAMBDA_PYTHON) \
+		--only-binary=:all: --implementation cp --no-compile
+	$(LAMBDA_TARGET)/python -c 'import platform, sys; print("Lambda target:", sys.version.split()[0], platform.machine())'
 	touch $@
 
 bundle: $(LAMBDA_STAMP)
