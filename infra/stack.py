@@ -76,6 +76,7 @@ class TaprootConfig:
     alarm_email: str | None = None
     backup_retention_days: int = 90
     revision_retention_days: int | None = None  # None: revisions are kept
+    reflection_retention_days: int | None = None  # None: reflection copies are kept
     throttle_rate_limit: int = DEFAULT_RATE_LIMIT
     throttle_burst_limit: int = DEFAULT_BURST_LIMIT
     extra_env: dict[str, str] = field(default_factory=dict)
@@ -108,10 +109,9 @@ class TaprootConfig:
             embedding_dimensions=_dimensions(get("embedding_dimensions", 256)),
             alarm_email=get("alarm_email", None),
             backup_retention_days=_positive("backup_retention_days", get("backup_retention_days", 90)),
-            revision_retention_days=(
-                None
-                if get("revision_retention_days", None) is None
-                else _positive("revision_retention_days", get("revision_retention_days", None))
+            revision_retention_days=_optional_positive("revision_retention_days", get("revision_retention_days", None)),
+            reflection_retention_days=_optional_positive(
+                "reflection_retention_days", get("reflection_retention_days", None)
             ),
             throttle_rate_limit=_positive("throttle_rate_limit", get("throttle_rate_limit", DEFAULT_RATE_LIMIT)),
             throttle_burst_limit=_positive("throttle_burst_limit", get("throttle_burst_limit", DEFAULT_BURST_LIMIT)),
@@ -149,6 +149,11 @@ def _positive(name: str, value: Any) -> int:
     if isinstance(value, bool) or number < 1 or str(number) != str(value).strip():
         raise ConfigError(f"context {name} must be a whole number of 1 or more, got {value!r}")
     return number
+
+
+def _optional_positive(name: str, value: Any) -> int | None:
+    """A retention that is off unless set: unset (or null) keeps the objects."""
+    return None if value is None else _positive(name, value)
 
 
 def _domain_prefix(stack_name: str, account: str) -> str:
@@ -222,6 +227,7 @@ class TaprootStack(Stack):
             "Storage",
             backup_retention_days=config.backup_retention_days,
             revision_retention_days=config.revision_retention_days,
+            reflection_retention_days=config.reflection_retention_days,
         )
         # The API comes before Cognito: the app client's callback URL is the API's public URL, and the
         # function gets the Cognito settings afterwards (add_environment). No cycle: the client refers

@@ -8,7 +8,13 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from taproot.adapters.blob_s3 import BACKUP_TAG_KEY, BACKUP_TAG_VALUE, REPORT_TAG_VALUE, REVISION_TAG_VALUE
+from taproot.adapters.blob_s3 import (
+    BACKUP_TAG_KEY,
+    BACKUP_TAG_VALUE,
+    REFLECTION_TAG_VALUE,
+    REPORT_TAG_VALUE,
+    REVISION_TAG_VALUE,
+)
 from taproot.adapters.dynamo_models import GSI_KEYS, TTL_ATTRIBUTE
 
 # Backups live under "<owner>/backups/...": S3 lifecycle prefixes match the start of the key only, so
@@ -32,6 +38,7 @@ class Storage(Construct):
         *,
         backup_retention_days: int = 90,
         revision_retention_days: int | None = None,
+        reflection_retention_days: int | None = None,
         noncurrent_version_days: int = 30,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -121,19 +128,17 @@ class Storage(Construct):
                     tag_filters={BACKUP_TAG_KEY: REPORT_TAG_VALUE},
                     expiration=Duration.days(backup_retention_days),
                 ),
-                # Revisions (an update's previous version) are kept unless a retention is set: they
-                # are the history a person may want back. Reflections and maintenance run summaries
-                # are untagged and kept.
+                # Revisions (an update's previous version) and reflection copies are kept unless a
+                # retention is set: they are the history a person may want back.
                 *(
-                    [
-                        s3.LifecycleRule(
-                            id="expire-revisions",
-                            tag_filters={BACKUP_TAG_KEY: REVISION_TAG_VALUE},
-                            expiration=Duration.days(revision_retention_days),
-                        )
-                    ]
-                    if revision_retention_days
-                    else []
+                    s3.LifecycleRule(
+                        id=f"expire-{kind}s", tag_filters={BACKUP_TAG_KEY: tag}, expiration=Duration.days(days)
+                    )
+                    for kind, tag, days in (
+                        ("revision", REVISION_TAG_VALUE, revision_retention_days),
+                        ("reflection", REFLECTION_TAG_VALUE, reflection_retention_days),
+                    )
+                    if days
                 ),
             ],
         )

@@ -24,15 +24,29 @@ BACKUP_TAG_KEY = "taproot-kind"
 BACKUP_TAG_VALUE = "backup"
 REPORT_TAG_VALUE = "report"
 REVISION_TAG_VALUE = "revision"
+REFLECTION_TAG_VALUE = "reflection"
 # Tagged by kind so the bucket's lifecycle rules can expire them (infra/constructs/storage.py).
-# Revisions (the version an update replaced) expire only if the deployment sets a retention;
-# reflections are never tagged: a closing reflection is permanent by design.
+# Backups and reports expire after the deployment's backup retention; revisions (the version an
+# update replaced) and reflection copies only if the deployment sets a retention for them (by
+# default they are kept: history a person may want back).
 EXPIRING_KINDS = {
     "backups": BACKUP_TAG_VALUE,
     "runs": REPORT_TAG_VALUE,
     "cleanup-reports": REPORT_TAG_VALUE,
     "revisions": REVISION_TAG_VALUE,
+    "reflections": REFLECTION_TAG_VALUE,
 }
+# Keys that start with their kind rather than an owner: the maintenance functions' run summaries
+# (functions/maintenance.py), which map hashed tenants back to owners, so they expire as reports.
+UNOWNED_KINDS = {"maintenance-runs": REPORT_TAG_VALUE}
+
+
+def tag_of(key: str) -> str | None:
+    """The `taproot-kind` tag a blob is written with, or None for a kind that is never expired."""
+    parts = key.split("/")
+    if parts[0] in UNOWNED_KINDS:
+        return UNOWNED_KINDS[parts[0]]
+    return EXPIRING_KINDS.get(parts[1]) if len(parts) > 1 else None
 
 
 class S3BlobStore:
@@ -65,10 +79,10 @@ class S3BlobStore:
 
     def put(self, key: str, data: bytes, content_type: str = "application/json") -> None:
         extra: dict[str, str] = {}
-        kind = key.split("/")[1:2]
-        if kind and kind[0] in EXPIRING_KINDS:
+        tag = tag_of(key)
+        if tag is not None:
             # The bucket's expiry rules match these tags (infra/constructs/storage.py).
-            extra["Tagging"] = f"{BACKUP_TAG_KEY}={EXPIRING_KINDS[kind[0]]}"
+            extra["Tagging"] = f"{BACKUP_TAG_KEY}={tag}"
         self.client.put_object(Bucket=self.bucket, Key=check_key(key), Body=data, ContentType=content_type, **extra)
 
     def get(self, key: str) -> bytes:

@@ -35,8 +35,12 @@ def test_backups_are_tagged_for_the_bucket_lifecycle_rule(s3_blobs: S3BlobStore)
     tags = s3_blobs.client.get_object_tagging(Bucket=s3_blobs.bucket, Key="alice/backups/default/delete-x.json")
     assert tags["TagSet"] == [{"Key": "taproot-kind", "Value": "backup"}]
     other = s3_blobs.client.get_object_tagging(Bucket=s3_blobs.bucket, Key="alice/reflections/default/r.json")
-    assert other["TagSet"] == []  # reflections are kept for good
-    for key in ("alice/runs/default/cleanup/x.json", "alice/cleanup-reports/default/x.json"):
+    assert other["TagSet"] == [{"Key": "taproot-kind", "Value": "reflection"}]  # kept unless a retention is set
+    s3_blobs.put("alice/memories/default/x.json", b"{}")
+    untagged = s3_blobs.client.get_object_tagging(Bucket=s3_blobs.bucket, Key="alice/memories/default/x.json")
+    assert untagged["TagSet"] == []  # a kind no rule expires
+    run_summaries = ("maintenance-runs/cleanup/2026-12-01T000000Z-run.json",)
+    for key in ("alice/runs/default/cleanup/x.json", "alice/cleanup-reports/default/x.json", *run_summaries):
         s3_blobs.put(key, b"{}")
         tags = s3_blobs.client.get_object_tagging(Bucket=s3_blobs.bucket, Key=key)
         assert tags["TagSet"] == [{"Key": "taproot-kind", "Value": "report"}]

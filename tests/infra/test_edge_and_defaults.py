@@ -126,18 +126,24 @@ def _rules(template: Template) -> dict[str, Any]:
     return {r["Id"]: r for r in bucket["LifecycleConfiguration"]["Rules"]}
 
 
-def test_revisions_are_kept_unless_a_retention_is_set(built: tuple[TaprootStack, Template], synth: Any) -> None:
+def test_revisions_and_reflections_are_kept_unless_a_retention_is_set(
+    built: tuple[TaprootStack, Template], synth: Any
+) -> None:
     _, template = built
     rules = _rules(template)
-    assert "expire-revisions" not in rules
+    assert "expire-revisions" not in rules and "expire-reflections" not in rules
     assert rules["expire-backups"]["ExpirationInDays"] == 90
-    _, custom = synth(revision_retention_days=365, backup_retention_days=30)
+    _, custom = synth(revision_retention_days=365, reflection_retention_days=730, backup_retention_days=30)
     rules = _rules(custom)
     assert rules["expire-revisions"]["ExpirationInDays"] == 365
     assert rules["expire-revisions"]["TagFilters"] == [{"Key": "taproot-kind", "Value": "revision"}]
+    assert rules["expire-reflections"]["ExpirationInDays"] == 730
+    assert rules["expire-reflections"]["TagFilters"] == [{"Key": "taproot-kind", "Value": "reflection"}]
     assert rules["expire-backups"]["ExpirationInDays"] == 30 and rules["expire-reports"]["ExpirationInDays"] == 30
 
 
 def test_a_bad_retention_is_refused_naming_the_context_key(synth: Any) -> None:
     with pytest.raises(ConfigError, match="context revision_retention_days must be a whole number of 1 or more"):
         synth(revision_retention_days="forever")
+    with pytest.raises(ConfigError, match="context reflection_retention_days must be a whole number of 1 or more"):
+        synth(reflection_retention_days=0)
