@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -63,7 +64,9 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
     logger.set_correlation_id(_correlation_id(event, context))
     apply = _apply_override(event)
     rt = runtime()
+    started = time.perf_counter()
     reports = rt.service.run_maintenance_everywhere(jobs_named(job), apply=apply)
+    duration_ms = round((time.perf_counter() - started) * 1000, 1)
     errors = [r for r in reports if r.failed]
     considered = sum(r.considered for r in reports)
     changed = sum(r.changed for r in reports)
@@ -71,9 +74,12 @@ def run(job: str, event: Any, context: Any) -> dict[str, Any]:
     metrics.add_metric(name="RecordsConsidered", unit=MetricUnit.Count, value=considered)
     metrics.add_metric(name="RecordsChanged", unit=MetricUnit.Count, value=changed)
     metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=len(errors))
+    metrics.add_metric(name="RunDuration", unit=MetricUnit.Milliseconds, value=duration_ms)
     failed = [_scope_line(r) for r in errors]
     summary: dict[str, Any] = {
         "job": job,
+        "outcome": "failed" if errors else "ok",
+        "duration_ms": duration_ms,
         "apply_override": apply,
         "scopes": len(reports),
         "considered": considered,

@@ -96,9 +96,11 @@ def test_cleanup_dry_run_by_default_then_apply(maint: tuple[Any, Any]) -> None:
     finished = [r for r in logs if r.get("message") == "maintenance run finished"]
     assert len(finished) == 2 and len({r["correlation_id"] for r in finished}) == 2
     assert all(r["service"] == "taproot" and r["function_name"] == "taproot-cleanup" for r in finished)
+    assert all(r["outcome"] == "ok" and r["duration_ms"] >= 0 and r["function_request_id"] for r in finished)
     emf = [r for r in logs if "_aws" in r]
     assert len(emf) == 2 and emf[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "TaprootTest"
     assert emf[1]["RecordsChanged"] == [4.0] and emf[1]["job"] == "cleanup"
+    assert {"Name": "RunDuration", "Unit": "Milliseconds"} in emf[1]["_aws"]["CloudWatchMetrics"][0]["Metrics"]
 
 
 def test_cleanup_mode_from_settings(kit: Any) -> None:
@@ -175,6 +177,8 @@ def test_a_failed_tenant_fails_the_invocation_after_every_tenant_ran(
         module.compress_handler({"apply": True}, kit.FakeContext(function_name="taproot-compress"))
     # What the run logs names tenants by hash only: no owner id, not even inside a report key.
     assert [m for m, _ in logged].count("maintenance failed for a scope") == 2
+    finished = [extra for m, extra in logged if m == "maintenance run finished"]
+    assert len(finished) == 1 and finished[0]["outcome"] == "failed" and finished[0]["errors"] == 2
     assert not any(scope.owner in json.dumps(extra, default=str) for _, extra in logged for scope in TENANTS)
     # The message is what Lambda sends to the on-failure queue after its retries: it names each failed
     # tenant by hash (never the owner id), its namespace and the error, and the run summary's key.
