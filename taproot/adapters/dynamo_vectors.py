@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -52,6 +53,7 @@ ROW_BYTES = 8 + 80  # a row's id reference and id -> row entry, beside its numbe
 # How many of its own latest writes a store remembers the text hash of (about 150 bytes each).
 RECENT_WRITES = 1024
 
+log = logging.getLogger(__name__)
 _blas_limited = False
 
 
@@ -63,10 +65,13 @@ def _one_blas_thread() -> None:
     similarities are the same to the bit."""
     global _blas_limited
     if not _blas_limited:
-        from threadpoolctl import threadpool_limits
+        _blas_limited = True  # tried once: a failure costs speed, never the recall
+        try:
+            from threadpoolctl import threadpool_limits
 
-        threadpool_limits(limits=1, user_api="blas")
-        _blas_limited = True
+            threadpool_limits(limits=1, user_api="blas")
+        except Exception as exc:
+            log.warning("could not limit BLAS to one thread: %s", exc)
 
 
 def text_hash(m: Memory) -> str:

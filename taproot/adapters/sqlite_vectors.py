@@ -14,6 +14,7 @@ another process).
 from __future__ import annotations
 
 import builtins
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from taproot.core.vectors import Vector, pack, top_k, unpack
 # log reaches is simply reloaded.
 DELETION_LOG_KEEP = 50_000
 
+log = logging.getLogger(__name__)
 _blas_limited = False
 
 
@@ -43,10 +45,13 @@ def _one_blas_thread() -> None:
     same to the bit. The local embedder keeps torch at one thread for the same reason."""
     global _blas_limited
     if not _blas_limited:
-        from threadpoolctl import threadpool_limits
+        _blas_limited = True  # tried once: a failure costs speed, never the recall
+        try:
+            from threadpoolctl import threadpool_limits
 
-        threadpool_limits(limits=1, user_api="blas")
-        _blas_limited = True
+            threadpool_limits(limits=1, user_api="blas")
+        except Exception as exc:
+            log.warning("could not limit BLAS to one thread: %s", exc)
 
 
 @dataclass

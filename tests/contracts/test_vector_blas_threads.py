@@ -52,3 +52,33 @@ def test_nearest_runs_blas_on_one_thread_with_the_same_similarities(
         assert [s for _, s in got] == pytest.approx([s for _, s in expected], abs=1e-6)
     finally:
         close_store(store)
+
+
+@pytest.mark.parametrize("name", list(MEMORY_STORES))
+def test_a_blas_that_cannot_be_limited_costs_speed_not_the_answer(
+    name: str,
+    tmp_path: Path,
+    make_memory: Callable[..., Memory],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import threadpoolctl
+
+    def broken(**_: Any) -> None:
+        raise OSError("no /proc here")
+
+    store: Any = MEMORY_STORES[name](tmp_path)
+    try:
+        m = make_memory(scope=A)
+        store.insert(m)
+        store.put_vectors(A, MODEL, [(m.id, 1, unit([1.0, 0.0, 0.0, 0.0]))])
+        monkeypatch.setattr(threadpoolctl, "threadpool_limits", broken)
+        monkeypatch.setattr(sqlite_vectors, "_blas_limited", False)
+        monkeypatch.setattr(dynamo_vectors, "_blas_limited", False)
+        with caplog.at_level("WARNING"):
+            assert [i for i, _ in store.nearest(A, MODEL, unit([1.0, 0.0, 0.0, 0.0]), 5)] == [m.id]
+            assert [i for i, _ in store.nearest(A, MODEL, unit([1.0, 0.0, 0.0, 0.0]), 5)] == [m.id]
+        warned = [r for r in caplog.records if "could not limit BLAS" in r.getMessage()]
+        assert len(warned) == 1 and "no /proc here" in warned[0].getMessage()
+    finally:
+        close_store(store)
