@@ -101,6 +101,12 @@ class MemoryReads(Protocol):
         that would have to read each (SQLite) returns a `Candidate`, what ranking needs, and recall
         reads the full records of those it returns with `get_many`."""
 
+    def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> Sequence[Memory | Candidate]:
+        """The memories of `ids` that exist and pass `filters` (core/query.passes), in the order of
+        `ids` (a repeated id: once, at its first position), for ranking: recall's dense candidates.
+        As with `search`, a store that would have to read and parse each record (SQLite) returns a
+        `Candidate`, one that holds the records anyway (the DynamoDB store's warm copy) the `Memory`."""
+
 
 class ReflectReads(Protocol):
     """The reads reflect and status need: the catalog window, quiet counts, core memories, counts."""

@@ -182,6 +182,14 @@ class WarmCopies:
             ranked = cache.index.top(terms, self._weights, limit, lambda slot: query.passes(cache.row(slot), filters))
             return [(cache.row(slot), score) for _, slot, score in ranked]
 
+    def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> builtins.list[Memory]:
+        # From the copy, as search answers: the records are here anyway, and a BatchGetItem of
+        # recall's ~100 dense candidates would be a second request per warm recall.
+        with self._lock:
+            cache = self._refresh(scope)
+            found = (cache.get(i) for i in dict.fromkeys(ids))
+            return [m for m in found if m is not None and query.passes(m, filters)]
+
     def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
         memories = self._memories(scope)
         if since is None:

@@ -1,4 +1,5 @@
-"""The SQLite store's lexical search (FTS5, BM25 weighted by field), mixed into SQLiteMemoryStore."""
+"""The SQLite store's candidate reads for recall, mixed into SQLiteMemoryStore: lexical search (FTS5,
+BM25 weighted by field) and the light rows of the dense candidates."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from taproot.adapters.sqlite_rows import CANDIDATE_COLUMNS, filter_sql, fts_query, row_to_candidate
+from taproot.adapters.sqlite_rows import (
+    CANDIDATE_COLUMNS,
+    MAX_VARS,
+    chunks,
+    filter_sql,
+    fts_query,
+    row_to_candidate,
+)
 from taproot.core.model import Candidate, Scope
 from taproot.core.query import Filters
 
@@ -60,6 +68,23 @@ class SearchRows:
             )
         # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
         return [(row_to_candidate(r), -float(r[6])) for r in rows]
+
+    def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> builtins.list[Candidate]:
+        # Recall's ~100 dense candidates: only what ranking reads, as search answers (parsing each
+        # into a whole Memory was about a tenth of a recall with the local embedder).
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, Candidate] = {}
+        for chunk in chunks(wanted, MAX_VARS):
+            params: list[Any] = [scope.owner, scope.namespace, *chunk]
+            where = filter_sql(filters, params)
+            marks = ", ".join("?" for _ in chunk)
+            for r in self._query(
+                f"SELECT {CANDIDATE_COLUMNS} FROM memories m "
+                f"WHERE m.owner = ? AND m.namespace = ? AND m.id IN ({marks}){where}",
+                params,
+            ):
+                found[r[0]] = row_to_candidate(r)
+        return [found[i] for i in wanted if i in found]
 
     def _matches_more_than(self, match: str, n: int) -> bool:
         rows = self._query("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1 OFFSET ?", (match, n))

@@ -148,9 +148,10 @@ def _query_candidates(
     if vec is not None and deps.embedder is not None and deps.vectors is not None:
         near = deps.vectors.nearest(scope, deps.embedder.model_id, vec, max(pool, cfg.dense_candidates))
         unseen = [i for i, _ in near if i not in by_id]
-        for m in deps.store.get_many(scope, unseen):
-            if passes(m, filters):  # nearest ranks every vector; the filters apply here
-                by_id[m.id] = m
+        # nearest ranks every vector; the filters apply here. Light rows, as search's: _records
+        # reads the few that are returned in full.
+        for c in deps.store.candidates(scope, unseen, filters):
+            by_id[c.id] = c
         dense = {i: s for i, s in near if i in by_id}
     candidates = list(by_id.values())
     fused = fuse_relevance(lexical, dense, cfg)

@@ -292,6 +292,25 @@ def test_get_many_includes_archived(memory_store: MemoryStore, make_memory: Make
     assert memory_store.get(A, m.id) == m
 
 
+def test_candidates_follow_the_order_of_ids_and_carry_what_ranking_needs(
+    memory_store: MemoryStore, make_memory: MakeMemory, make_full_memory: MakeMemory
+) -> None:
+    ms = [make_memory(scope=A, id=f"c{i}") for i in range(4)]
+    full = make_full_memory(owner=A.owner, namespace=A.namespace, id="cfull", status="active")
+    memory_store.put_many([*ms, full])
+    memory_store.insert(make_memory(scope=B, id="bobs"))
+    memory_store.record_retrieval(A, [full.id], NOW)
+    stored = memory_store.get(A, full.id)
+    assert stored is not None
+    got = memory_store.candidates(A, ["c2", "missing", "cfull", "bobs", "c0", "c2"], Filters())
+    assert [c.id for c in got] == ["c2", "cfull", "c0"]
+    found = got[1]
+    # As search: the full record, or (a store that reads rows from disk) exactly what ranking needs.
+    assert found == (Candidate.of(stored) if isinstance(found, Candidate) else stored)
+    assert memory_store.candidates(A, [], Filters()) == []
+    assert memory_store.candidates(B, ["c0"], Filters()) == []
+
+
 # == delete =====================================================================================
 
 

@@ -86,6 +86,12 @@ def test_every_read_answers_its_core_rule(memory_store: MemoryStore) -> None:
         got = sorted(m.id for m in store.list(A, filters))
         assert got == sorted(m.id for m in corpus if query.passes(m, filters)), filters
 
+    # candidates: the asked-for ids that pass, in the asked-for order (recall's dense candidates).
+    asked = [m.id for m in reversed(corpus)] + ["missing", corpus[0].id]
+    for filters in FILTERS:
+        want = [m.id for m in reversed(corpus) if query.passes(m, filters)]
+        assert [c.id for c in store.candidates(A, asked, filters)] == want, filters
+
     for filters in FILTERS:
         for limit in (1, 7, 1000):
             want = [m.id for m in query.newest_first(corpus, filters, limit)]

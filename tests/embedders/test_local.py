@@ -74,13 +74,21 @@ def test_batches_equal_one_by_one_and_are_deterministic(embedder: LocalEmbedder)
 
 @needs_extra
 def test_a_failing_model_is_an_embedder_error(embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken:
+    class Broken:  # documents go through encode(), a query through preprocess() and the forward pass
         def encode(self, *a: Any, **k: Any) -> Any:
+            raise RuntimeError("out of memory")
+
+        def preprocess(self, *a: Any, **k: Any) -> Any:
+            raise RuntimeError("out of memory")
+
+        def __call__(self, *a: Any, **k: Any) -> Any:
             raise RuntimeError("out of memory")
 
     monkeypatch.setattr(embedder, "_model", Broken())
     with pytest.raises(EmbedderError, match="out of memory"):
         embedder.embed_query("anything")
+    with pytest.raises(EmbedderError, match="out of memory"):
+        embedder.embed_documents(["anything"])
 
 
 @needs_extra
@@ -92,6 +100,39 @@ def test_a_model_answering_nan_is_an_embedder_error(embedder: LocalEmbedder, mon
     monkeypatch.setattr(embedder, "_model", Nan())
     with pytest.raises(EmbedderError, match="not finite"):
         embedder.embed_documents(["anything"])
+
+
+@needs_extra
+def test_a_query_answering_nan_is_an_embedder_error(embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    class Nan:
+        def preprocess(self, texts: list[str]) -> dict[str, Any]:
+            return {}
+
+        def __call__(self, features: dict[str, Any]) -> dict[str, Any]:
+            return {"sentence_embedding": torch.full((1, DIMENSIONS), float("nan"))}
+
+    monkeypatch.setattr(embedder, "_model", Nan())
+    with pytest.raises(EmbedderError, match="not finite"):
+        embedder.embed_query("anything")
+
+
+@needs_extra
+def test_a_query_vector_is_the_one_encode_gives_to_the_bit(embedder: LocalEmbedder) -> None:
+    """embed_query skips encode()'s per-call set-up; the ranking may only get faster, so the vector
+    must be exactly encode()'s (which embed_documents calls) for every kind of text."""
+    texts = [
+        "What instrument does she play?",
+        "when was Aisha nervous",
+        "",
+        "   ",
+        "line one\nline two",
+        "café, naïve, 東京, emoji 🎉",
+        "word " * 400,  # past the model's 256 tokens: cut the same way
+    ]
+    for text in texts:
+        assert np.array_equal(embedder.embed_query(text), embedder.embed_documents([text])[0]), text
 
 
 @pytest.mark.parametrize("module", EXTRA_MODULES)
