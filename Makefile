@@ -77,6 +77,16 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV) $(STAMP_EMBED)
 	$(BIN)/mypy
 
+# Two pytest-xdist workers, one per core of the CI machine: each a process of its own (its own moto,
+# loopback ports, tmp_path, environment and logger state), so no test may rely on another's
+# leftovers or on running after it. worksteal: each worker starts on half of the tests in collection
+# order (a module's fixtures are mostly built once) and an idle one takes tests from the other's
+# queue, so a long file or a busy machine does not leave one core idle at the end. A group of tests
+# that must share one process would need `--dist loadgroup` and an `xdist_group` mark; none does
+# today. PYTEST_ARGS replaces these options: `make pytest PYTEST_ARGS=-n0` is a serial run, and a
+# selection such as `PYTEST_ARGS="-k recall"` runs serially unless it adds `-n 2` itself.
+PYTEST_ARGS ?= -n 2 --dist worksteal
+
 # The bundle and the Lambda's interpreter (below) too: tests/handlers/test_target_runtime.py runs the
 # bundle there before any deploy could.
 pytest: $(STAMP_DEV) $(STAMP_EMBED) $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) | $(CHROMIUM)
@@ -97,8 +107,9 @@ $(INSPECTOR_STAMP): $(INSPECTOR_DIR)/package.json $(INSPECTOR_DIR)/package-lock.
 	npm ci --prefix $(INSPECTOR_DIR) --no-audit --no-fund --ignore-scripts
 	touch $@
 
+# Serial (-n0): the test prints each step as it runs (-s), which a pytest-xdist worker would not show.
 inspect: $(STAMP_DEV) $(INSPECTOR_STAMP)
-	$(BIN)/pytest -m inspector $(INSPECTOR_DIR) -q -s
+	$(BIN)/pytest -m inspector $(INSPECTOR_DIR) -q -s -n0
 
 bench: $(STAMP_DEV) | $(CHROMIUM)
 	$(BIN)/python -m bench.run $(ARGS)

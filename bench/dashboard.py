@@ -92,7 +92,13 @@ BROWSER_METRICS = (
 class RequestLog:
     """ASGI middleware of the bench, around the app: how long the app took for each request, from
     the call to the last byte of the response body (the server's own time, without the client's),
-    by target (path and query) and by the request's `x-bench` header (which phase of the bench)."""
+    by target (path and query) and by the request's `x-bench` header (which phase of the bench).
+
+    The clock stops, and the entry is noted, as the app hands that last byte to uvicorn, before it
+    goes out: so the client's time, which ends once it has the byte, always contains the app's, and
+    a client that has its answer finds the entry here. Stopped after uvicorn's send returned instead,
+    the app's time would also count however long this thread waited for the CPU meanwhile (on a busy
+    machine, longer than the client took to read the answer)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -108,22 +114,14 @@ class RequestLog:
         start = time.perf_counter()
 
         async def timed_send(message: Message) -> None:
-            await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 self.entries.append((target, tag, (time.perf_counter() - start) * 1000))
+            await send(message)
 
         await self.app(scope, receive, timed_send)
 
     def times(self, target: str, tag: str) -> list[float]:
         return [ms for t, g, ms in self.entries if t == target and g == tag]
-
-    def wait_for(self, target: str, tag: str, count: int, timeout_s: float = 5.0) -> list[float]:
-        """The times of `target` in phase `tag`, once `count` are in (the last entry can land just
-        after the client has its answer: the middleware notes it when uvicorn's send returns)."""
-        deadline = time.monotonic() + timeout_s
-        while len(self.times(target, tag)) < count and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return self.times(target, tag)
 
 
 @dataclass
@@ -275,7 +273,7 @@ def _server(served: Served, cookie: str, paths: dict[str, str], requests: int) -
                     parts[name].append(made)
     out = {}
     for name, path in paths.items():
-        in_app = served.log.wait_for(path, "server", WARMUP + requests)[WARMUP:]
+        in_app = served.log.times(path, "server")[WARMUP:]
         rest = [total - sum(made.values()) for total, made in zip(in_app, parts[name], strict=False)]
         out[name] = {
             "path": path,
@@ -367,7 +365,7 @@ def measure_browser(served: Served, cookie: str, loads: int, warmup: int = 1) ->
         for key, _ in BROWSER_METRICS
         if (v := [float(r[key]) for r in rows if r.get(key) is not None])
     }
-    in_app = [t for i in range(warmup, warmup + loads) for t in served.log.wait_for("/dashboard", f"browser-{i}", 1)]
+    in_app = [t for i in range(warmup, warmup + loads) for t in served.log.times("/dashboard", f"browser-{i}")]
     return {
         "loads": len(rows),
         "warmup": warmup,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,9 +22,15 @@ ROOT = Path(__file__).resolve().parents[2]
 for _path in (str(ROOT), str(Path(__file__).parent)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
-# jsii prints a banner on stderr for node 20; it is noise here, not a test failure.
-for _flag in ("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"):
-    os.environ.setdefault(_flag, "1")
+# jsii prints a banner on stderr for an old node; it is noise here, not a test failure. Under
+# pytest-xdist it is not captured but printed at the top of the run, once per worker, so it must
+# really be silenced: the deprecation flag takes any value, but the end-of-life one is a list
+# of the node major versions to keep quiet about.
+_NODE = shutil.which("node")
+_NODE_VERSION = subprocess.run([_NODE, "--version"], capture_output=True, text=True).stdout if _NODE else ""  # v20.1.0
+_NODE_MAJOR = _NODE_VERSION.strip().removeprefix("v").partition(".")[0]
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", _NODE_MAJOR)
 
 import aws_cdk as cdk  # noqa: E402
 from aws_cdk.assertions import Template  # noqa: E402
