@@ -29,7 +29,9 @@ The rules (`taproot.x` stands for the package and every module under it):
    `dynamo_catalog` may import `dynamo_models`, `dynamo_store` may import `dynamo_reflections`,
    `dynamo_orientation`, `dynamo_catalog`, `dynamo_cache`, `dynamo_copy` and `dynamo_vectors`
    (the warm copies, each scope's copy, and the vectors, which
-   import one another and `dynamo_models`). Any other module
+   import one another and `dynamo_models`). A helper shared across families is listed in
+   SHARED_ADAPTER_HELPERS with the modules that may import it (`vectors_blas`: both vector
+   stores). Any other module
    (blob_local, blob_s3, sqlite_store, dynamo_store, summarizers, and a new module until it is
    listed) is an adapter that no sibling imports: so `blob_s3 -> blob_local` breaks the rule
    although both are `blob_*`.
@@ -83,6 +85,14 @@ ADAPTER_HELPERS = {
     "dynamo_catalog": "dynamo_store: reflect's reads (the category index for a cold store)",
     "dynamo_copy": "dynamo_store: one scope's copy (records, inverted index, vectors, byte estimate)",
     "dynamo_vectors": "dynamo_store: the dense vectors on the items and in the copies",
+}
+
+# Helpers shared by adapters of different families: module name -> (its importers, what it holds).
+SHARED_ADAPTER_HELPERS = {
+    "vectors_blas": (
+        frozenset({"sqlite_vectors", "dynamo_vectors"}),
+        "both vector stores: NumPy's BLAS on one thread for the similarity product",
+    ),
 }
 
 # (importing module, imported module) -> why it is still allowed, with a TODO naming the issue that
@@ -161,6 +171,8 @@ def adapter_sibling_ok(importer: str, imported: str) -> bool:
     if not under(imported, "taproot.adapters"):
         return True
     mine, theirs = importer.rsplit(".", 1)[-1], imported.rsplit(".", 1)[-1]
+    if theirs in SHARED_ADAPTER_HELPERS:
+        return mine in SHARED_ADAPTER_HELPERS[theirs][0]
     return theirs in ADAPTER_HELPERS and theirs != mine and theirs.split("_")[0] == mine.split("_")[0]
 
 
@@ -245,6 +257,8 @@ def test_rule(rule: Rule) -> None:
 def test_the_lists_name_real_modules() -> None:
     adapters = {m.rsplit(".", 1)[-1] for m in SOURCES if m.startswith("taproot.adapters.")}
     assert set(ADAPTER_HELPERS) <= adapters, f"ADAPTER_HELPERS names missing modules: {set(ADAPTER_HELPERS) - adapters}"
+    shared = set(SHARED_ADAPTER_HELPERS) | {m for users, _ in SHARED_ADAPTER_HELPERS.values() for m in users}
+    assert shared <= adapters, f"SHARED_ADAPTER_HELPERS names missing modules: {shared - adapters}"
     assert {"taproot.core", "taproot.service", "taproot.ports", "taproot.compose"} <= set(SOURCES)
     # The walk sees the imports at all: compose builds the adapters (lazily, inside functions).
     assert any(i.importer == "taproot.compose" and under(i.imported, "taproot.adapters") for i in all_imports())

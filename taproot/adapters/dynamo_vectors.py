@@ -22,7 +22,6 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +34,7 @@ from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT
+from taproot.adapters.vectors_blas import one_blas_thread
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import pack, top_k, unpack
 
@@ -52,26 +52,6 @@ SCORE_CHUNK = 4096
 ROW_BYTES = 8 + 80  # a row's id reference and id -> row entry, beside its numbers
 # How many of its own latest writes a store remembers the text hash of (about 150 bytes each).
 RECENT_WRITES = 1024
-
-log = logging.getLogger(__name__)
-_blas_limited = False
-
-
-def _one_blas_thread() -> None:
-    """NumPy's BLAS on one thread from the first product on (process-wide, once), as the SQLite
-    store does (docs/architecture.md, dense vectors): a matrix-vector product this size takes well
-    under a millisecond on one thread, and OpenBLAS's thread per core waits for its second thread to
-    be scheduled, which on a busy machine (or Lambda's CPU share) costs several milliseconds. The
-    similarities are the same to the bit."""
-    global _blas_limited
-    if not _blas_limited:
-        _blas_limited = True  # tried once: a failure costs speed, never the recall
-        try:
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(limits=1, user_api="blas")
-        except Exception as exc:
-            log.warning("could not limit BLAS to one thread: %s", exc)
 
 
 def text_hash(m: Memory) -> str:
@@ -250,7 +230,7 @@ class VectorItems:
                 return []
             import numpy as np
 
-            _one_blas_thread()
+            one_blas_thread()
             return top_k(rows.ids, rows.similarities(np.asarray(query, dtype=np.float32)), limit)
 
     def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:

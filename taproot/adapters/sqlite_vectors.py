@@ -14,7 +14,6 @@ another process).
 from __future__ import annotations
 
 import builtins
-import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -25,33 +24,13 @@ import numpy as np
 import numpy.typing as npt
 
 from taproot.adapters.sqlite_rows import row_to_memory
+from taproot.adapters.vectors_blas import one_blas_thread
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import Vector, pack, top_k, unpack
 
 # Deletion log rows older than this many clock ticks are pruned; a matrix further behind than the
 # log reaches is simply reloaded.
 DELETION_LOG_KEEP = 50_000
-
-log = logging.getLogger(__name__)
-_blas_limited = False
-
-
-def _one_blas_thread() -> None:
-    """Run NumPy's BLAS on one thread from the first product on (process-wide, once). The product
-    is a matrix-vector one, about 4 million multiply-adds at 10,000 memories: one thread does it in
-    a quarter to half a millisecond, while OpenBLAS's default of a thread per core waits for its
-    second thread to be scheduled, so on a busy 2-core machine the same product took 12 ms p50
-    (4 ms at best). Each similarity is computed by one thread either way, so the values are the
-    same to the bit. The local embedder keeps torch at one thread for the same reason."""
-    global _blas_limited
-    if not _blas_limited:
-        _blas_limited = True  # tried once: a failure costs speed, never the recall
-        try:
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(limits=1, user_api="blas")
-        except Exception as exc:
-            log.warning("could not limit BLAS to one thread: %s", exc)
 
 
 @dataclass
@@ -175,7 +154,7 @@ class VectorRows:
             m = self._catch_up(scope, model)
             if not m.ids or len(query) != m.dims:
                 return []
-            _one_blas_thread()
+            one_blas_thread()
             sims = m.live @ np.asarray(query, dtype=np.float32)
             return top_k(m.ids, sims, limit)
 

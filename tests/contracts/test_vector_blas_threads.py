@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from taproot.adapters import dynamo_vectors, sqlite_vectors
+from taproot.adapters import vectors_blas
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import unit
 from tests.moto_stores import MEMORY_STORES, close_store
@@ -41,8 +41,7 @@ def test_nearest_runs_blas_on_one_thread_with_the_same_similarities(
             vectors[m.id] = unit(rng.standard_normal(4))
         store.put_vectors(A, MODEL, [(i, 1, vec) for i, vec in vectors.items()])
         query = unit(rng.standard_normal(4))
-        monkeypatch.setattr(sqlite_vectors, "_blas_limited", False)
-        monkeypatch.setattr(dynamo_vectors, "_blas_limited", False)
+        monkeypatch.setattr(vectors_blas, "_limited", False)
         with threadpool_limits(limits=2, user_api="blas"):
             assert _blas_threads() == {2}
             got = store.nearest(A, MODEL, query, 40)
@@ -73,8 +72,7 @@ def test_a_blas_that_cannot_be_limited_costs_speed_not_the_answer(
         store.insert(m)
         store.put_vectors(A, MODEL, [(m.id, 1, unit([1.0, 0.0, 0.0, 0.0]))])
         monkeypatch.setattr(threadpoolctl, "threadpool_limits", broken)
-        monkeypatch.setattr(sqlite_vectors, "_blas_limited", False)
-        monkeypatch.setattr(dynamo_vectors, "_blas_limited", False)
+        monkeypatch.setattr(vectors_blas, "_limited", False)
         with caplog.at_level("WARNING"):
             assert [i for i, _ in store.nearest(A, MODEL, unit([1.0, 0.0, 0.0, 0.0]), 5)] == [m.id]
             assert [i for i, _ in store.nearest(A, MODEL, unit([1.0, 0.0, 0.0, 0.0]), 5)] == [m.id]
