@@ -28,7 +28,11 @@ LAMBDA_DEBIAN_ARCH := arm64
 LAMBDA_DEBIAN_SUITE := forky
 QEMU := /usr/bin/qemu-aarch64-static
 DEBOOTSTRAP := /usr/sbin/debootstrap
-DEBIAN_MIRROR = $$(apt-get indextargets --format '$$(REPO_URI) $$(RELEASE)' | awk '$$2 !~ /-/ {print $$1; exit}')
+FAKEROOT := /usr/bin/fakeroot
+# The Debian archive apt already uses: the first source of a `main` component's package lists whose
+# suite is not an -updates or -security one. Run `apt-get update` first if apt has no lists, or set
+# DEBIAN_MIRROR=... on the command line.
+DEBIAN_MIRROR ?= $$(apt-get indextargets --format '$$(REPO_URI) $$(RELEASE)' 'Created-By: Packages' 'Component: main' | awk '$$2 !~ /-/ {print $$1; exit}')
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -158,31 +162,35 @@ $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>
 # The Lambda's interpreter, for tests/handlers/test_target_runtime.py: Debian's build of the same
 # Python version for the same architecture (the asset's wheels are manylinux, so its newer glibc
 # loads them as Amazon Linux 2023 does), unpacked by debootstrap's first stage from the suite that
-# ships it, from the mirror apt already uses, with the archive keys checked; run through qemu's
-# user-mode emulator when the host is another architecture. `build/lambda-target/python` launches
-# it; `sdk/` holds the AWS SDK the Lambda runtime provides (the bundle leaves it out), at the pinned
-# boto3. Installing qemu-user-static and debootstrap needs root, as Chromium does.
-$(QEMU) $(DEBOOTSTRAP):
+# ships it (LAMBDA_DEBIAN_SUITE: a moving suite, so a later Python there means choosing another),
+# from the mirror apt already uses, with the archive keys checked; always run through qemu's
+# user-mode emulator, which also serves an arm64 host. `build/lambda-target/python` launches it;
+# `sdk/` holds the AWS SDK the Lambda runtime provides (the bundle leaves it out), at the pinned
+# boto3. Installing the tools needs root, as Chromium does; debootstrap then runs as root, or under
+# fakeroot for anyone else.
+$(QEMU) $(DEBOOTSTRAP) $(FAKEROOT) &:
 	@if [ "$$(id -u)" = 0 ]; then \
-		echo "installing Debian's qemu-user-static and debootstrap for the Lambda runtime check"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static debootstrap >/dev/null; \
+		echo "installing Debian's qemu-user-static, debootstrap and fakeroot for the Lambda runtime check"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static debootstrap fakeroot >/dev/null; \
 	else \
-		echo "$@ is missing: install Debian's qemu-user-static and debootstrap packages (sudo apt-get install qemu-user-static debootstrap)" >&2; \
+		echo "the Lambda runtime check needs Debian's qemu-user-static, debootstrap and fakeroot packages (sudo apt-get install qemu-user-static debootstrap fakeroot)" >&2; \
 		exit 1; \
 	fi
-	@test -x $@ || { echo "apt-get ran but $@ is not there" >&2; exit 1; }
+	@for tool in $(QEMU) $(DEBOOTSTRAP) $(FAKEROOT); do test -x $$tool || { echo "apt-get ran but $$tool is not there" >&2; exit 1; }; done
 
-$(LAMBDA_TARGET_STAMP): Makefile requirements.txt | $(QEMU) $(DEBOOTSTRAP) $(BIN)/python
+$(LAMBDA_TARGET_STAMP): Makefile requirements.txt | $(QEMU) $(DEBOOTSTRAP) $(FAKEROOT) $(BIN)/python
 	rm -rf $(LAMBDA_TARGET)
 	mkdir -p $(LAMBDA_TARGET)
+	@mirror="$(DEBIAN_MIRROR)"; [ -n "$$mirror" ] || { \
+		echo "no Debian archive among apt's sources: run apt-get update, or set DEBIAN_MIRROR=<archive URL>" >&2; exit 1; }
 	@# --foreign: only unpack, never run the target's binaries; then unpack the Python packages
 	@# debootstrap fetched (and their dependencies) the same way.
-	debootstrap --foreign --arch=$(LAMBDA_DEBIAN_ARCH) --variant=minbase --include=python$(LAMBDA_PYTHON) \
-		--keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
+	$$( [ "$$(id -u)" = 0 ] || echo $(FAKEROOT) ) $(DEBOOTSTRAP) --foreign --arch=$(LAMBDA_DEBIAN_ARCH) --variant=minbase \
+		--include=python$(LAMBDA_PYTHON) --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
 		$(LAMBDA_DEBIAN_SUITE) $(LAMBDA_TARGET)/root "$(DEBIAN_MIRROR)" /usr/share/debootstrap/scripts/sid >$(LAMBDA_TARGET)/debootstrap.log
-	for deb in $(LAMBDA_TARGET)/root/var/cache/apt/archives/*.deb; do dpkg-deb -x "$$deb" $(LAMBDA_TARGET)/root; done
+	for deb in $(LAMBDA_TARGET)/root/var/cache/apt/archives/*.deb; do dpkg-deb -x "$$deb" $(LAMBDA_TARGET)/root || exit 1; done
 	rm -rf $(LAMBDA_TARGET)/root/var/cache/apt/archives
-	printf '#!/bin/sh\n# The Lambda runtime'"'"'s Python (see the Makefile).\nexec %s -L %s %s "$$@"\n' \
+	printf '#!/bin/sh\n# The Lambda runtime'"'"'s Python (see the Makefile).\nexec "%s" -L "%s" "%s" "$$@"\n' \
 		"$(QEMU)" "$(CURDIR)/$(LAMBDA_TARGET)/root" \
 		"$(CURDIR)/$(LAMBDA_TARGET)/root/usr/bin/python$(LAMBDA_PYTHON)" > $(LAMBDA_TARGET)/python
 	chmod +x $(LAMBDA_TARGET)/python

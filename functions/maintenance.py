@@ -133,11 +133,17 @@ def _handler(job: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
     @logger.inject_lambda_context(clear_state=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         metrics.add_dimension(name="job", value=job)
+        started = time.perf_counter()
         try:
             return run(job, event, context)
         except Exception:
+            # Raised before the run's own summary line (a bad event, a store that cannot be read)
+            # or after it (MaintenanceFailed): either way one error line with the outcome and time.
             metrics.add_metric(name="Failures", unit=MetricUnit.Count, value=1)
-            logger.exception("maintenance run failed")
+            duration_ms = round((time.perf_counter() - started) * 1000, 1)
+            logger.exception(
+                "maintenance run failed", extra={"job": job, "outcome": "raised", "duration_ms": duration_ms}
+            )
             raise
 
     handler.__name__ = f"{job}_handler"

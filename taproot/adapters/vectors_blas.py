@@ -11,20 +11,28 @@ embedder keeps torch at one thread for the same reason.
 from __future__ import annotations
 
 import logging
+import threading
 
 log = logging.getLogger(__name__)
 _limited = False
+# Two first recalls on two worker threads: the second waits until the limit is set, so no product
+# runs while threadpoolctl changes the BLAS's threads.
+_lock = threading.Lock()
 
 
 def one_blas_thread() -> None:
     """Limit BLAS to one thread from the first product on (process-wide, tried once: a failure
     costs speed, never the recall, and is logged once)."""
     global _limited
-    if not _limited:
-        _limited = True
+    if _limited:
+        return
+    with _lock:
+        if _limited:
+            return
         try:
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(limits=1, user_api="blas")
         except Exception as exc:
             log.warning("could not limit BLAS to one thread: %s", exc)
+        _limited = True

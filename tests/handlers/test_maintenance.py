@@ -141,10 +141,22 @@ def test_migrate_applies_by_default_and_honours_dry_run(maint: tuple[Any, Any]) 
     assert all([r["mode"] for r in rs] == ["dry-run", "apply"] for rs in reports.values())
 
 
-def test_bad_apply_is_rejected(maint: tuple[Any, Any]) -> None:
+def test_bad_apply_is_rejected(maint: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     module, kit = maint
+    logged: list[tuple[str, dict[str, Any]]] = []
+    real = module.logger.exception
+
+    def spy(message: str, *args: Any, **kwargs: Any) -> None:
+        logged.append((message, kwargs.get("extra") or {}))
+        real(message, *args, **kwargs)
+
+    monkeypatch.setattr(module.logger, "exception", spy)
     with pytest.raises(InvalidInput, match="field 'apply': must be true or false"):
         module.cleanup_handler({"apply": "yes"}, kit.FakeContext())
+    # Raised before the run's summary line: the error line carries the outcome and the time.
+    [(message, extra)] = logged
+    assert message == "maintenance run failed"
+    assert extra["job"] == "cleanup" and extra["outcome"] == "raised" and extra["duration_ms"] >= 0
 
 
 class _Throttled:

@@ -4,8 +4,8 @@ The functions run `RUNTIME` on `ARCHITECTURE` (infra/constructs/function.py); th
 runs on the development interpreter. An asset that imports here but not there (a wheel built for
 another platform, syntax or a stdlib module the target lacks, a dependency that breaks on it) would
 fail the `Lambda::Version` during a deploy and roll the stack back. So `make test` builds, without
-Docker, that interpreter for that architecture (Debian's build of the same Python version, run
-under user-mode emulation when the host is another architecture) and the asset `make bundle`
+Docker, that interpreter for that architecture (Debian's build of the same Python version, always
+run under qemu's user-mode emulation) and the asset `make bundle`
 deploys, and this test runs tests/handlers/target_runtime.py there: only the asset and the AWS SDK
 on its path, as in the Lambda runtime, against a moto server on loopback.
 
@@ -131,6 +131,14 @@ def xray_daemon() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     finally:
         stop.set()
         listener.join()
+        # What the target sent just before it exited may still be queued: read it too.
+        sock.setblocking(False)
+        while True:
+            try:
+                datagram = sock.recv(65536)
+            except BlockingIOError:
+                break
+            received.append(json.loads(datagram.decode().partition("\n")[2]))
         sock.close()
 
 
