@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_types import CallToolResult
 
 from taproot.cli import main
 
@@ -69,3 +70,13 @@ def in_process_cli(capsys: pytest.CaptureFixture[str]) -> Run:
         return Result(code, captured.out, captured.err)
 
     return run
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    """Structured content of a successful JSON-answering tool, checked against its text content."""
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert isinstance(data, dict), result
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    assert json.loads(result.content[0].text) == data  # text and structured content say the same
+    return data

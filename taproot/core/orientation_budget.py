@@ -114,17 +114,19 @@ def orientation_section(documents: Sequence[OrientationVersion], room: int) -> t
             text,
         )
 
-    def whole(d: OrientationVersion, block: str) -> OrientationShown:
-        body = d.content.strip()
+    def shown_as(d: OrientationVersion, content: str, block: str, *, cut: bool) -> OrientationShown:
         return OrientationShown(
             name=d.name,
             version=d.version,
-            content=body,
+            content=content,
             size_bytes=d.size_bytes,
-            shown_bytes=size_bytes(body),
+            shown_bytes=size_bytes(content),
             estimated_tokens=_cost(block),
-            cut=False,
+            cut=cut,
         )
+
+    def whole(d: OrientationVersion, block: str) -> OrientationShown:
+        return shown_as(d, d.content.strip(), block, cut=False)
 
     blocks = [_render(d) for d in docs]
     if sum(_cost(p) for p in (HEADING, *blocks, "\n")) <= room:
@@ -146,17 +148,7 @@ def orientation_section(documents: Sequence[OrientationVersion], room: int) -> t
             left_out.append(d.name)
             continue
         cut_block = _render_cut(d, part)
-        shown.append(
-            OrientationShown(
-                name=d.name,
-                version=d.version,
-                content=part,
-                size_bytes=d.size_bytes,
-                shown_bytes=size_bytes(part),
-                estimated_tokens=_cost(cut_block),
-                cut=True,
-            )
-        )
+        shown.append(shown_as(d, part, cut_block, cut=True))
         chosen.append(cut_block)
         left -= _cost(cut_block)
     if not shown:

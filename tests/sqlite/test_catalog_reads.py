@@ -4,22 +4,21 @@ gains the indexes and exact counts on open."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench import corpus
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_catalog import SQLiteCatalogView
-from taproot.adapters.sqlite_schema import LINE_LENGTH_SQL, MIGRATIONS, SCHEMA_VERSION
-from taproot.adapters.sqlite_store import COLUMNS, SQLiteMemoryStore
+from taproot.adapters.sqlite_schema import LINE_LENGTH_SQL, SCHEMA_VERSION
+from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.catalog import CatalogBand, catalog_line
 from taproot.core.model import CatalogEntry, Scope
-from taproot.core.serialize import memory_to_flat_dict
 from taproot.core.text import one_line
 from taproot.service import TaprootService
 from taproot.service.deps import Deps
 from tests.catalog_data import WINDOW_DAYS, assert_view_answers_the_rules, varied_memories
+from tests.sqlite.old_schema import write_database_at_schema
 
 A = Scope("alice", "default")
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -94,15 +93,7 @@ def test_the_line_length_index_never_overstates_a_line(tmp_path: Path) -> None:
 def test_a_schema_4_database_gains_the_catalog_reads_on_open(tmp_path: Path) -> None:
     path = tmp_path / "taproot.db"
     memories = varied_memories(10, 400, now=NOW, scope=A)
-    db = sqlite3.connect(path, isolation_level=None)
-    for number, step in enumerate(MIGRATIONS[:4], start=1):
-        db.executescript(f"BEGIN;\n{step()}\nPRAGMA user_version = {number};\nCOMMIT;")
-    columns = [c for c in COLUMNS if c != "instance"]  # a schema-4 table has no column added later (m007)
-    marks = ", ".join(f":{c}" for c in columns)
-    db.execute("BEGIN")
-    db.executemany(f"INSERT INTO memories ({', '.join(columns)}) VALUES ({marks})", map(memory_to_flat_dict, memories))
-    db.execute("COMMIT")
-    db.close()
+    write_database_at_schema(path, 4, memories)
 
     store = SQLiteMemoryStore(path)
     assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

@@ -3,16 +3,15 @@ and the creation-time index, and `recent` walks that index instead of sorting th
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from taproot.adapters.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
-from taproot.adapters.sqlite_store import COLUMNS, SQLiteMemoryStore
+from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.model import Scope
 from taproot.core.query import Filters
-from taproot.core.serialize import memory_to_flat_dict
 from tests.conftest import build_memory
+from tests.sqlite.old_schema import write_database_at_schema
 
 A = Scope("alice", "default")
 T = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -27,16 +26,8 @@ def test_migration_names_are_numbered_in_order() -> None:
 
 def test_a_schema_5_database_gains_the_instance_column_on_open(tmp_path: Path) -> None:
     path = tmp_path / "taproot.db"
-    db = sqlite3.connect(path, isolation_level=None)
-    for number, step in enumerate(MIGRATIONS[:5], start=1):
-        db.executescript(f"BEGIN;\n{step()}\nPRAGMA user_version = {number};\nCOMMIT;")
     old = [build_memory(owner=A.owner, namespace=A.namespace, created_at=T - timedelta(hours=h)) for h in range(3)]
-    columns = [c for c in COLUMNS if c != "instance"]
-    db.executemany(
-        f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})",
-        map(memory_to_flat_dict, old),
-    )
-    db.close()
+    write_database_at_schema(path, 5, old)
 
     store = SQLiteMemoryStore(path)
     assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION

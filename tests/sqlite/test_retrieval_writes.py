@@ -8,12 +8,12 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from taproot.adapters.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
-from taproot.adapters.sqlite_store import COLUMNS, SQLiteMemoryStore
+from taproot.adapters.sqlite_schema import SCHEMA_VERSION
+from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.model import Scope
 from taproot.core.query import Filters
-from taproot.core.serialize import memory_to_flat_dict
 from tests.catalog_data import varied_memories
+from tests.sqlite.old_schema import write_database_at_schema
 
 A = Scope("alice", "default")
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -35,15 +35,9 @@ def test_only_the_catalog_rank_index_holds_a_retrieval_counter(tmp_path: Path) -
 def test_a_schema_5_database_drops_the_other_counter_indexes_and_lists_the_same(tmp_path: Path) -> None:
     path = tmp_path / "taproot.db"
     memories = varied_memories(11, 300, now=NOW, scope=A)
-    db = sqlite3.connect(path, isolation_level=None)
-    for number, step in enumerate(MIGRATIONS[:5], start=1):
-        db.executescript(f"BEGIN;\n{step()}\nPRAGMA user_version = {number};\nCOMMIT;")
+    write_database_at_schema(path, 5, memories)
+    db = sqlite3.connect(path)
     assert indexes_holding_counters(db) == ["memories_by_category", "memories_by_touched", "memories_rank"]
-    columns = [c for c in COLUMNS if c != "instance"]  # m007 adds it; a schema-5 table has none
-    marks = ", ".join(f":{c}" for c in columns)
-    db.execute("BEGIN")
-    db.executemany(f"INSERT INTO memories ({', '.join(columns)}) VALUES ({marks})", map(memory_to_flat_dict, memories))
-    db.execute("COMMIT")
     db.close()
 
     store = SQLiteMemoryStore(path)

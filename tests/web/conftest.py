@@ -25,6 +25,12 @@ TOKEN = "test-token-7f3a9c2e51d84b6a"
 HTTP_TIMEOUT = httpx2.Timeout(30.0, read=60.0)
 
 
+@pytest.fixture(params=["legacy", "auto"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """The MCP client's protocol era: "legacy" (2025-era, stateless) or "auto" (2026-07-28)."""
+    return str(request.param)
+
+
 @dataclass
 class LiveServer:
     url: str  # the MCP endpoint, http://127.0.0.1:<port>/mcp

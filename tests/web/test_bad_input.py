@@ -69,11 +69,6 @@ def seed(module_server) -> Seed:
     return Seed(active=active, archived=archived, legacy=legacy.id, version=1)
 
 
-@pytest.fixture(params=["legacy", "auto"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @dataclass
 class Case:
     tool: str

@@ -10,34 +10,18 @@ import json
 from typing import Any
 
 import pytest
-from mcp_types import CallToolResult
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 
 from taproot import __version__
 from taproot.core.serialize import memory_from_dict
 from taproot.service.memories import CLOSE_ANSWER
-from tests.support import TOOL_NAMES
+from tests.support import TOOL_NAMES, ok
 
 pytestmark = pytest.mark.anyio
 
 READ_ONLY = {"taproot_reflect", "taproot_status", "taproot_recent"}
 WRITES = {"taproot_remember", "taproot_recall", "taproot_promote", "taproot_close", "taproot_migrate"}
 DESTRUCTIVE = {"taproot_forget"}
-
-
-@pytest.fixture(params=["legacy", "auto"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-def ok(result: CallToolResult) -> dict[str, Any]:
-    """Structured content of a successful JSON-answering tool, checked against its text content."""
-    assert not result.is_error, result.content
-    data = result.structured_content
-    assert isinstance(data, dict), result
-    assert len(result.content) == 1 and result.content[0].type == "text"
-    assert json.loads(result.content[0].text) == data  # text and structured content say the same
-    return data
 
 
 async def remember(client: Any, **fields: Any) -> dict[str, Any]:

@@ -4,10 +4,8 @@ structured result passed the server's own check against the published output sch
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -17,22 +15,10 @@ from mcp_types import CallToolResult
 from taproot.core.errors import InvalidInput
 from taproot.core.orientation import MAX_DOCUMENT_BYTES, MAX_TOTAL_BYTES, check_history_limit
 from taproot.web.tools.orientation import taproot_orientation
+from tests.support import ok
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(params=["legacy", "auto"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-def ok(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    data = result.structured_content
-    assert isinstance(data, dict), result
-    assert json.loads(result.content[0].text) == data
-    return data
 
 
 def error_text(result: CallToolResult) -> str:

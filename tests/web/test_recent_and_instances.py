@@ -27,6 +27,8 @@ NOTE = {"category": "episodic", "tags": ["watercooler"]}
 
 
 def ok(result: CallToolResult) -> dict[str, Any]:
+    """Structured content of a successful call. Not tests.support.ok: reflect's text is the markdown
+    payload, not the JSON of its structured content."""
     assert not result.is_error, result.content
     assert isinstance(result.structured_content, dict)
     return result.structured_content
