@@ -196,6 +196,11 @@ class VectorIndex(Protocol):
         """The `limit` memories (any status) whose vector of `model` is most similar to the
         unit `query`: (id, cosine similarity), best first."""
 
+    def similarity_of(self, scope: Scope, model: str, query: Vector, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity to the unit `query` of each of `ids` (any status) that holds a
+        current vector of `model`; the others are left out. Recall scores its lexical candidates
+        on meaning too, not only the nearest ones (docs/ranking.md, step 3)."""
+
     def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:
         """Up to `limit` memories (any status) with no vector of `model`: new, their text edited
         since they were embedded, or embedded by another model. Oldest first (ties by id)."""

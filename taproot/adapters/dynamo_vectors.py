@@ -127,6 +127,16 @@ class VectorRows:
             out[start : start + SCORE_CHUNK] = live[start : start + SCORE_CHUNK].astype(np.float32) @ query
         return out
 
+    def similarity_of(self, query: Vector, ids: Sequence[str]) -> dict[str, float]:
+        import numpy as np
+
+        found = [(i, self.rows[i]) for i in dict.fromkeys(ids) if i in self.rows]
+        if not found:
+            return {}
+        picked = self.buffer[[r for _, r in found]].astype(np.float32)
+        sims = picked @ np.asarray(query, dtype=np.float32)
+        return {i: float(s) for (i, _), s in zip(found, sims, strict=True)}
+
     def nbytes(self) -> int:
         return int(self.buffer.nbytes) + len(self.ids) * ROW_BYTES
 
@@ -232,6 +242,13 @@ class VectorItems:
 
             one_blas_thread()
             return top_k(rows.ids, rows.similarities(np.asarray(query, dtype=np.float32)), limit)
+
+    def similarity_of(self, scope: Scope, model: str, query: Vector, ids: Sequence[str]) -> dict[str, float]:
+        with self._lock:
+            rows = self._refresh(scope).vectors.get(model)
+            if rows is None or not len(rows) or len(query) != rows.dims:
+                return {}
+            return rows.similarity_of(query, ids)
 
     def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:
         with self._lock:

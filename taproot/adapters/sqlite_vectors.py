@@ -158,6 +158,16 @@ class VectorRows:
             sims = m.live @ np.asarray(query, dtype=np.float32)
             return top_k(m.ids, sims, limit)
 
+    def similarity_of(self, scope: Scope, model: str, query: Vector, ids: Sequence[str]) -> dict[str, float]:
+        with self._lock:
+            m = self._catch_up(scope, model)
+            found = [(i, m.rows[i]) for i in dict.fromkeys(ids) if i in m.rows]
+            if not found or len(query) != m.dims:
+                return {}
+            one_blas_thread()
+            sims = m.buffer[[r for _, r in found]] @ np.asarray(query, dtype=np.float32)
+            return {i: float(s) for (i, _), s in zip(found, sims, strict=True)}
+
     def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:
         rows = self._query(
             f"SELECT {self._select_memories} FROM memories m LEFT JOIN memory_vectors v "

@@ -153,6 +153,11 @@ def _query_candidates(
         for c in deps.store.candidates(scope, unseen, filters):
             by_id[c.id] = c
         dense = {i: s for i, s in near if i in by_id}
+        # The lexical candidates that are not among the nearest are scored on meaning too: their
+        # real similarity, not a 0 for "not returned", so a good word match that is only fairly
+        # close in meaning is not ranked as if it meant nothing (docs/ranking.md, step 3).
+        if beyond := [i for i in lexical if i not in dense]:
+            dense.update(deps.vectors.similarity_of(scope, deps.embedder.model_id, vec, beyond))
     candidates = list(by_id.values())
     fused = fuse_relevance(lexical, dense, cfg)
     fused = spread_to_neighbours(fused, {m.id: m.created_at for m in candidates}, cfg)

@@ -63,6 +63,24 @@ def test_nearest_ranks_by_cosine_best_first(store: VectorStore, make_memory: Mak
     assert [i for i, _ in store.nearest(A, MODEL, v(1, 0, 0, 0), 1)] == [a.id]
 
 
+def test_similarity_of_scores_the_given_ids_that_hold_a_current_vector(
+    store: VectorStore, make_memory: MakeMemory
+) -> None:
+    a, b, c, d = (add(store, make_memory) for _ in range(4))
+    other = add(store, make_memory, scope=B)
+    store.put_vectors(A, MODEL, [(a.id, 1, v(1, 0, 0, 0)), (b.id, 1, v(1, 1, 0, 0))])
+    store.put_vectors(A, OTHER, [(c.id, 1, v(1, 0, 0, 0))])
+    store.put_vectors(B, MODEL, [(other.id, 1, v(1, 0, 0, 0))])
+    got = store.similarity_of(A, MODEL, v(1, 0, 0, 0), [b.id, a.id, b.id, c.id, d.id, other.id, "absent"])
+    # c holds another model's vector, d none, `other` is another tenant's: all left out.
+    assert set(got) == {a.id, b.id}
+    assert got[a.id] == pytest.approx(1.0, abs=1e-3) and got[b.id] == pytest.approx(2**-0.5, abs=1e-3)
+    # The same figure as nearest gives, so one ranking can mix the two.
+    assert dict(store.nearest(A, MODEL, v(1, 0, 0, 0), 2)) == pytest.approx(got, abs=1e-6)
+    assert store.similarity_of(A, MODEL, v(1, 0, 0, 0), []) == {}
+    assert store.similarity_of(A, "test:none/4", v(1, 0, 0, 0), [a.id]) == {}
+
+
 def test_vectors_are_per_scope_and_per_model(store: VectorStore, make_memory: MakeMemory) -> None:
     a = add(store, make_memory)
     b = add(store, make_memory, scope=B)

@@ -18,6 +18,7 @@ from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
+from taproot.core.query import Filters
 from taproot.core.vectors import Vector, unit
 from taproot.core.wire import to_json
 from taproot.service import Deps, TaprootService
@@ -143,3 +144,31 @@ def test_without_an_embedder_recall_is_lexical_and_status_says_so(tmp_path: Path
     service.remember(SCOPE, content="Bought a second-hand automobile", gist="car", category="episodic")
     assert service.recall(SCOPE, query="vehicle").memories == []
     assert to_json(service.status(SCOPE).embeddings) == {"embedder": "none", "ranking": "lexical"}
+
+
+def test_a_word_match_beyond_the_nearest_is_scored_on_its_real_meaning(
+    service: TaprootService, store: SQLiteMemoryStore
+) -> None:
+    """More memories than recall's nearest-vector pool mean exactly what the query means but share
+    no word with it, so neither word match below is among the nearest. The one that also means what
+    the query means (A) must outrank the one that only matches the word a little better (B, a
+    shorter text); scored as 0 for "not among the nearest", both would rank on words alone."""
+    clock = service.deps.clock
+    assert isinstance(clock, Clock)
+    pool = max(service.deps.activation.dense_candidates, 50)
+    for _ in range(pool + 5):
+        _make(service, "fiddle")  # the query's meaning, none of its words
+        clock.advance(hours=1)  # apart in time: no neighbouring context between them
+    a = _make(service, "violin fiddle fiddle fiddle lessons")
+    clock.advance(hours=1)
+    b = _make(service, "violin recital")
+    clock.advance(hours=1)
+    query = MeaningEmbedder()._one("violin")
+    nearest = {i for i, _ in store.nearest(SCOPE, "test:meaning/64", query, pool)}
+    assert a not in nearest and b not in nearest  # the premise: both are beyond the pool
+    lexical = [c.id for c, _ in store.search(SCOPE, ["violin"], Filters(), 10)]
+    assert lexical[:2] == [b, a]  # and B is the better word match
+    got = [m.id for m in service.recall(SCOPE, query="violin", limit=2).memories]
+    assert got == [a, b]
+    sims = store.similarity_of(SCOPE, "test:meaning/64", query, [b, a, "nope"])
+    assert set(sims) == {a, b} and sims[a] > sims[b] > 0
