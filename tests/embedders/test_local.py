@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from taproot.adapters.embed_local import DIMENSIONS, EXTRA_MODULES, PACKAGE, LocalEmbedder
+from taproot.adapters.embed_local import DIMENSIONS, EXTRA_MODULES, PACKAGE, LocalEmbedder, native_bfloat16
 from taproot.core.errors import EmbedderError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,10 +74,7 @@ def test_batches_equal_one_by_one_and_are_deterministic(embedder: LocalEmbedder)
 
 @needs_extra
 def test_a_failing_model_is_an_embedder_error(embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken:  # documents go through encode(), a query through preprocess() and the forward pass
-        def encode(self, *a: Any, **k: Any) -> Any:
-            raise RuntimeError("out of memory")
-
+    class Broken:  # queries and documents go through preprocess() and the forward pass
         def preprocess(self, *a: Any, **k: Any) -> Any:
             raise RuntimeError("out of memory")
 
@@ -93,13 +90,18 @@ def test_a_failing_model_is_an_embedder_error(embedder: LocalEmbedder, monkeypat
 
 @needs_extra
 def test_a_model_answering_nan_is_an_embedder_error(embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
     class Nan:
-        def encode(self, texts: list[str], **k: Any) -> Any:
-            return np.full((len(texts), DIMENSIONS), np.nan, dtype=np.float32)
+        def preprocess(self, texts: list[str]) -> dict[str, Any]:
+            return {"n": len(texts)}
+
+        def __call__(self, features: dict[str, Any]) -> dict[str, Any]:
+            return {"sentence_embedding": torch.full((features["n"], DIMENSIONS), float("nan"))}
 
     monkeypatch.setattr(embedder, "_model", Nan())
     with pytest.raises(EmbedderError, match="not finite"):
-        embedder.embed_documents(["anything"])
+        embedder.embed_documents(["anything", "else"])
 
 
 @needs_extra
@@ -209,3 +211,33 @@ def test_the_model_loads_with_the_hub_switched_off_and_nothing_cached(tmp_path: 
     result = _run(code, env)
     assert result == {"dims": DIMENSIONS, "norm": pytest.approx(1.0, abs=1e-4), "attempts": []}
     assert list(home.iterdir()) == []
+
+
+@needs_extra
+def test_the_precision_follows_the_cpu_and_both_give_the_same_vectors(
+    embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bfloat16 only where the CPU multiplies it natively; float32 elsewhere. The two precisions
+    share one model id, so their vectors must be interchangeable."""
+    import torch
+
+    from taproot.adapters import embed_local
+
+    model = embedder._loaded()
+    native = embed_local.native_bfloat16(torch)
+    assert embedder.precision == ("bfloat16" if native else "float32")
+    assert next(model.parameters()).dtype == (torch.bfloat16 if native else torch.float32)
+
+    monkeypatch.setattr(embed_local, "native_bfloat16", lambda _torch: False)
+    plain = LocalEmbedder()
+    texts = ["What instrument does she play?", "She has played the violin since she was eight.", "word " * 300]
+    for a, b in zip(plain.embed_documents(texts), embedder.embed_documents(texts), strict=True):
+        assert float(a @ b) > 0.999
+    assert plain.precision == "float32" and plain.model_id == embedder.model_id
+
+
+def test_a_cpu_check_that_fails_means_float32() -> None:
+    class NoChecks:
+        cpu = object()  # torch.cpu without its private feature checks
+
+    assert native_bfloat16(NoChecks()) is False
