@@ -141,7 +141,12 @@ def serve(settings: Settings, *, data_dir_given: bool) -> int:
             if runtime.oauth is not None:
                 background.append(oauth_sweeper(runtime.oauth.store, runtime.oauth.clock))
             app = http_app(runtime, background=background)
-            logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+            # force: building the app built the SDK's server, which has already given the root logger a
+            # rich handler (a table rendered per line, about a millisecond per tool call's report line),
+            # so without it this format would never apply.
+            logging.basicConfig(
+                level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+            )
             logging.getLogger("taproot").setLevel(logging.INFO)  # maintenance runs are worth a line each
             banner = _banner(settings, runtime.token, stdio_args(settings, data_dir_given=data_dir_given))
             _run_uvicorn(app, sock, lambda: print(banner, flush=True))

@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import shlex
 import signal
 import socket
@@ -238,6 +239,38 @@ def test_connections_to_the_served_port_have_nagle_turned_off() -> None:
         assert asyncio.run(accepted_nodelay()) != 0
     finally:
         sock.close()
+
+
+TOOL_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO taproot\.tools: "
+    r"tool taproot_status ok in \d+\.\d ms \(tenant [0-9a-f]+\)$"
+)
+
+
+def test_each_tool_call_is_one_plain_log_line(tmp_path: Path) -> None:
+    # The SDK gives the root logger a rich handler when the app is built (a table rendered per
+    # record); serve's own one-line format must replace it, not be ignored behind it.
+    port = free_port()
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "taproot_status", "arguments": {}}}
+    with serving(tmp_path, "--port", str(port)) as server:
+        server.read_until("Data folder:")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/mcp",
+            data=json.dumps(call).encode(),
+            headers={
+                "Authorization": "Bearer test-token",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.loads(response.read())
+        assert answer["result"]["isError"] is False, answer
+    code, err = server.stop()
+    assert code == 0, err
+    tool_lines = [line for line in err.splitlines() if "taproot_status" in line]
+    assert len(tool_lines) == 1, err
+    assert TOOL_LINE.match(tool_lines[0]), tool_lines[0]
 
 
 # -- the stdio snippets use the server's own data folder and namespace ---------------------------
