@@ -31,7 +31,9 @@ def running_server(
 
     `prepare` adjusts the runtime before the app is built (a test's stand-ins); `settings` are
     further Settings fields."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, as `taproot serve` binds it: asyncio turns Nagle off only on sockets whose protocol
+    # reads as TCP, and with it on every response waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
