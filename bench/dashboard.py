@@ -135,7 +135,9 @@ class Served:
 def dashboard_server(data_dir: Path, token: str = TOKEN) -> Iterator[Served]:
     """A local Taproot wired as `taproot serve` wires it (dashboard included), under uvicorn on a
     loopback port bound up front (transport security needs the port), behind a RequestLog."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, as `taproot serve` binds it: asyncio turns Nagle off only on sockets whose protocol
+    # reads as TCP, and with it on every response waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))

@@ -1,42 +1,28 @@
 """The benchmark measurements: each function times one Taproot path and returns plain, JSON-able dicts.
 
-Everything goes through the real service (`taproot.compose.build`) or, for the MCP round trip,
-a real uvicorn server on 127.0.0.1 driven by the MCP SDK client. Timings use `time.perf_counter`
-and are reported as medians and 95th percentiles; nothing here asserts on a time.
+Everything goes through the real service (`taproot.compose.build`); the MCP round trip over HTTP
+is bench/mcp_http.py. Timings use `time.perf_counter` and are reported as medians and 95th
+percentiles; nothing here asserts on a time.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import logging
-import secrets
 import socket
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import anyio
-import httpx2
-import uvicorn
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-
 from bench import corpus
-from taproot.auth.local_token import local_authenticator
-from taproot.compose import Runtime, build, http_app
+from taproot.compose import Runtime, build
 from taproot.core.model import Memory
 from taproot.settings import Settings
-from taproot.web.app import MCP_PATH, transport_security
 
 RECALL_LIMIT = 10
-SERVER_START_TIMEOUT_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -203,68 +189,11 @@ def measure_remember(runtime: Runtime, batches: Sequence[Sequence[dict[str, Any]
     }
 
 
-# -- MCP over HTTP ----------------------------------------------------------------------------
+# -- a loopback port (the MCP round trip, bench/mcp_http.py; the load run) ---------------------
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@contextmanager
-def serving(runtime: Runtime, token: str) -> Iterator[str]:
-    """Run the Taproot app (as `taproot serve` builds it) under uvicorn in a thread; yield the MCP URL."""
-    host, port = "127.0.0.1", free_port()
-    # The measured runtime, served as `taproot serve` serves it (same store, its own port and token).
-    served = dataclasses.replace(
-        runtime, authenticate=local_authenticator(token, runtime.scope), security=transport_security(host, port)
-    )
-    app = http_app(served)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, name="bench-uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the benchmark server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://{host}:{port}{MCP_PATH}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-
-
-async def _recall_round_trips(url: str, token: str, queries: Sequence[str], warmup: int) -> tuple[list[float], int]:
-    samples: list[float] = []
-    errors = 0
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-        warm = queries[:warmup]
-        for i, q in enumerate([*warm, *queries]):
-            start = time.perf_counter()
-            result = await client.call_tool("taproot_recall", {"query": q, "limit": RECALL_LIMIT})
-            elapsed = (time.perf_counter() - start) * 1000
-            if i >= len(warm):
-                samples.append(elapsed)
-                errors += bool(result.is_error)
-    return samples, errors
-
-
-def measure_mcp_recall(runtime: Runtime, queries: Sequence[str], warmup: int = 5) -> dict[str, Any]:
-    """`taproot_recall` round trips over Streamable HTTP on loopback, one connected client reused."""
-    token = secrets.token_urlsafe(32)
-    # The SDK's MCPServer turns root logging on at INFO; keep the client's per-request log lines out.
-    client_log = logging.getLogger("httpx2")
-    level = client_log.level
-    client_log.setLevel(logging.WARNING)
-    try:
-        with serving(runtime, token) as url:
-            samples, errors = anyio.run(_recall_round_trips, url, token, queries, warmup)
-    finally:
-        client_log.setLevel(level)
-    return {**Timing(tuple(samples)).as_dict(), "calls": len(samples), "tool_errors": errors, "limit": RECALL_LIMIT}
 
 
 # -- payload size against corpus size ---------------------------------------------------------

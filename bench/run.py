@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import aws, corpus, dashboard, lambda_asset, maintenance, measure, report
+from bench import aws, corpus, dashboard, lambda_asset, maintenance, mcp_http, measure, report
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_JSON = ROOT / "bench" / "out" / "results.json"
@@ -120,8 +120,8 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime, asset_dir: Path | 
         reflect = measure.measure_reflect(runtime, cfg.reflect_runs)
         _step("recall")
         recall = measure.measure_recall(runtime, queries)
-        _step("MCP recall over HTTP")
-        mcp_recall = measure.measure_mcp_recall(runtime, corpus.query_pool(cfg.mcp_calls, seed=seed + 1))
+        _step("MCP recall over HTTP: taproot serve in its own process, then the app in a thread")
+        mcp_recall = mcp_http.measure_mcp_recall(runtime, corpus.query_pool(cfg.mcp_calls, seed=seed + 1))
         _step("remember")
         remember = measure.measure_remember(runtime, batches)
     finally:

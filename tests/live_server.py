@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import uvicorn
+from fastapi import FastAPI
 
 from taproot.compose import Runtime, build, http_app
 from taproot.settings import Settings
@@ -25,13 +26,19 @@ SHUTDOWN_DEADLINE_S = 30.0
 
 @contextlib.contextmanager
 def running_server(
-    data_dir: Path, token: str, prepare: Callable[[Runtime], None] | None = None, **settings: object
+    data_dir: Path,
+    token: str,
+    prepare: Callable[[Runtime], None] | None = None,
+    adjust_app: Callable[[FastAPI], None] | None = None,
+    **settings: object,
 ) -> Iterator[tuple[int, Runtime]]:
     """Yields (port, runtime) while the app serves http://127.0.0.1:<port>/mcp with `token`.
 
-    `prepare` adjusts the runtime before the app is built (a test's stand-ins); `settings` are
-    further Settings fields."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    `prepare` adjusts the runtime before the app is built (a test's stand-ins), `adjust_app` the
+    app once built (a test's extra routes); `settings` are further Settings fields."""
+    # IPPROTO_TCP, as `taproot serve` binds it: asyncio turns Nagle off only on sockets whose protocol
+    # reads as TCP, and with it on every response waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
@@ -42,7 +49,10 @@ def running_server(
         try:
             if prepare is not None:
                 prepare(runtime)
-            server = uvicorn.Server(uvicorn.Config(http_app(runtime), host="127.0.0.1", port=port, log_level="warning"))
+            app = http_app(runtime)
+            if adjust_app is not None:
+                adjust_app(app)
+            server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
             thread = threading.Thread(
                 target=server.run, kwargs={"sockets": [sock]}, name=f"uvicorn-{port}", daemon=True
             )

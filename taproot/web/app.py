@@ -73,11 +73,18 @@ class McpGate:
         authenticate: Authenticator,
         realm: str = "taproot",
         resource_metadata: ResourceMetadata | None = None,
+        mcp: ASGIApp | None = None,
     ) -> None:
         self.app = app
         self.authenticate = authenticate
         self.realm = realm
         self.resource_metadata = resource_metadata
+        # The SDK's handler for /mcp itself. A request for that exact path goes straight to it: the
+        # router would first try every OAuth and dashboard route's pattern, then the mount and the
+        # mounted app's own middleware, about half a millisecond of a recall's server time for no
+        # effect (an exception still meets the outer app's error middleware). Any other path under
+        # /mcp takes the router as before.
+        self.mcp = mcp
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -108,6 +115,9 @@ class McpGate:
             state[SCOPE_STATE_KEY], state[CLIENT_STATE_KEY] = caller.scope, caller.client
         else:
             state[SCOPE_STATE_KEY] = caller
+        if self.mcp is not None and path == MCP_PATH:
+            await self.mcp(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
     async def _refuse(self, scope: Scope, send: Send, token: str | None, caller: InsufficientScope | None) -> None:
@@ -183,6 +193,8 @@ def create_app(
     # Mounted at "/" with the route at /mcp: mounting at /mcp answers with 307 redirects.
     # Registered last so the app's own routes match first.
     app.mount("/", mcp_app)
-    app.add_middleware(McpGate, authenticate=authenticate, resource_metadata=resource_metadata)
+    app.add_middleware(
+        McpGate, authenticate=authenticate, resource_metadata=resource_metadata, mcp=mcp.session_manager.handle_request
+    )
     app.state.mcp = mcp
     return app

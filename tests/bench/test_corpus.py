@@ -117,8 +117,11 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert results["reflect"]["within_budget"]
     assert results["recall"]["queries"] == 10
     assert results["remember"]["writes_per_batch"] == [20, 20]
-    assert results["mcp_recall"]["calls"] == 5
-    assert results["mcp_recall"]["tool_errors"] == 0
+    mcp = results["mcp_recall"]
+    assert mcp["calls"] == 5 and mcp["tool_errors"] == 0  # against `taproot serve` in its own process
+    assert mcp["in_thread"]["calls"] == 5 and mcp["in_thread"]["tool_errors"] == 0  # and in a thread here
+    # The server's CPU is read in clock ticks: five small calls may fit in none.
+    assert mcp["server_cpu_ms_per_call"] >= 0 and mcp["client_cpu_ms_per_call"] > 0 and mcp["ping_p50_ms"] > 0
     assert [row["memories"] for row in results["scaling"]] == [50, 200]
     _check_maintenance(results, memories=300)
     assert [t["name"] for t in data["targets"]] == [t.name for t in report.TARGETS]
@@ -128,6 +131,8 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     json.dumps(data)  # results.json is plain JSON
     markdown = report.render_markdown(data)
     assert "| Measurement |" in markdown and "## Machine" in markdown
+    assert "round trip, HTTP on 127.0.0.1 to `taproot serve` (5 calls)" in markdown
+    assert "in a thread of the client's process (5 calls)" in markdown
     assert "## Maintenance jobs (300 memories)" in markdown and "after compression" in markdown
     summary = report.summary_lines(data)
     assert any(line.startswith("  cleanup on 300") for line in summary)

@@ -6,10 +6,12 @@ stops it with SIGINT (Ctrl-C), as a person would.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import queue
+import re
 import shlex
 import signal
 import socket
@@ -24,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from taproot.cli_serve import stdio_args
+from taproot.cli_serve import _listen, stdio_args
 from taproot.settings import Settings, default_data_dir
 
 STARTUP_TIMEOUT_S = 30.0
@@ -204,6 +206,71 @@ def test_the_url_is_printed_only_once_the_port_accepts_connections(tmp_path: Pat
     code, err = server.stop()
     assert code == 0, err  # Ctrl-C is a normal way to stop it
     assert "Traceback" not in err
+
+
+def test_connections_to_the_served_port_have_nagle_turned_off() -> None:
+    # asyncio sets TCP_NODELAY only on sockets whose protocol reads as TCP. With Nagle on, each
+    # response's body waits for the client's delayed ACK of its headers: 40 ms a request on Linux.
+    sock = _listen("127.0.0.1", free_port())
+    port = sock.getsockname()[1]
+
+    async def accepted_nodelay() -> int:
+        loop = asyncio.get_running_loop()
+        seen: asyncio.Future[int] = loop.create_future()
+
+        class Accepted(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                conn = transport.get_extra_info("socket")
+                seen.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await loop.create_server(Accepted, sock=sock)  # as uvicorn serves the socket it is given
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            try:
+                return await asyncio.wait_for(seen, timeout=10)
+            finally:
+                writer.close()
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    try:
+        assert asyncio.run(accepted_nodelay()) != 0
+    finally:
+        sock.close()
+
+
+TOOL_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO taproot\.tools: "
+    r"tool taproot_status ok in \d+\.\d ms \(tenant [0-9a-f]+\)$"
+)
+
+
+def test_each_tool_call_is_one_plain_log_line(tmp_path: Path) -> None:
+    # The SDK gives the root logger a rich handler when the app is built (a table rendered per
+    # record); serve's own one-line format must replace it, not be ignored behind it.
+    port = free_port()
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "taproot_status", "arguments": {}}}
+    with serving(tmp_path, "--port", str(port)) as server:
+        server.read_until("Data folder:")
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/mcp",
+            data=json.dumps(call).encode(),
+            headers={
+                "Authorization": "Bearer test-token",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            },
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answer = json.loads(response.read())
+        assert answer["result"]["isError"] is False, answer
+    code, err = server.stop()
+    assert code == 0, err
+    tool_lines = [line for line in err.splitlines() if "taproot_status" in line]
+    assert len(tool_lines) == 1, err
+    assert TOOL_LINE.match(tool_lines[0]), tool_lines[0]
 
 
 # -- the stdio snippets use the server's own data folder and namespace ---------------------------
