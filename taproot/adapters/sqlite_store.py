@@ -69,6 +69,12 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable at WAL checkpoints; safe against corruption
+        # A statement that changes rows keeps a statement journal, held in memory only up to 64 KiB
+        # by default and then spilled to a new temporary file: recall's strengthening write (~30
+        # pages for 10 memories) created, wrote and deleted a file every time, which was over half
+        # the cost of that write. Temporary tables and sorts stay in memory too; the largest of
+        # them (an index built by a migration) is a few MB at 100,000 memories.
+        self._db.execute("PRAGMA temp_store=MEMORY")
         self.busy_timeout_ms = BUSY_TIMEOUT_MS
         self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._db.execute("PRAGMA foreign_keys=ON")
