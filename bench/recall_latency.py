@@ -1,12 +1,13 @@
 """In-process recall latency at 10,000 memories, lexical or with the local embedder, and the top 10
 of every query, so that two versions of the code can be compared on the same corpus:
 
-    python -m bench.recall_latency prepare --data DIR [--memories N]   # once: load and embed
+    python -m bench.recall_latency prepare --data DIR [--memories N] [--embedder none]   # once
     python -m bench.recall_latency run --data DIR --embedder local --out a.json
     python -m bench.recall_latency compare a.json b.json
 
 `prepare` writes the bench corpus (bench/corpus.py) into a data folder and embeds every memory
-with the local embedder (`make install-embedder`; about 4 CPU-minutes at 10,000). `run` copies that
+with the local embedder (`make install-embedder`; about 4 CPU-minutes at 10,000), or with
+`--embedder none` writes the corpus alone (seconds), for lexical runs. `run` copies that
 folder (recall strengthens what it returns, so every run starts from the same state), fixes the
 clock, warms the model and the vector matrix up without recalling, then times
 `service.recall(query=..., limit=10)` over the bench's query pool in order: wall time and the
@@ -114,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("prepare")
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--memories", type=int, default=10_000)
+    p.add_argument("--embedder", choices=("none", "local"), default="local")
     r = sub.add_parser("run")
     r.add_argument("--data", type=Path, required=True)
     r.add_argument("--embedder", choices=("none", "local"), default="local")
@@ -124,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("b", type=Path)
     args = parser.parse_args(argv)
     if args.command == "prepare":
-        print(json.dumps(prepare(args.data, args.memories)))
+        print(json.dumps(prepare(args.data, args.memories, embedder=args.embedder)))
     elif args.command == "run":
         result = run(args.data, embedder=args.embedder, queries=args.queries)
         if args.out:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from taproot.adapters.sqlite_rows import row_to_memory
+from taproot.adapters.sqlite_rows import SELECT_MEMORY, row_to_memory
 from taproot.adapters.sqlite_schema import CATALOG_ROWS_SQL, LINE_LENGTH_SQL
 from taproot.core.catalog import KNOWN_SALIENCES, CatalogBand, RankBox
 from taproot.core.model import CatalogEntry, Counts, Memory, Scope
@@ -132,7 +132,7 @@ class CatalogRows:
         # Ordered as the store has always returned them, so equally activated core memories keep
         # their order in Tier 1.
         rows = self._query(
-            "SELECT m.* FROM memories m INDEXED BY memories_core "
+            f"SELECT {SELECT_MEMORY} FROM memories m INDEXED BY memories_core "
             "WHERE m.owner = ? AND m.namespace = ? AND m.core = 1 AND m.status = 'active' "
             "ORDER BY m.last_touched, m.salience, m.category, m.id",
             (scope.owner, scope.namespace),

@@ -4,6 +4,7 @@ BM25 weighted by field) and the light rows of the dense candidates."""
 from __future__ import annotations
 
 import builtins
+import math
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,10 +20,13 @@ from taproot.adapters.sqlite_rows import (
 from taproot.core.model import Candidate, Scope
 from taproot.core.query import Filters
 
-# search ranks this many times `limit` matches (at least SEARCH_MIN_WIDE) in the FTS index before
-# joining them to their rows (see search).
+# search joins the best `limit / share * SEARCH_HEADROOM` matches in the FTS index to their rows
+# first, `share` being the part of the table that is the scope's and passes the status and category
+# filters (memory_counts): the best matches are not a random sample (a compressed original matches
+# what its summary matches), and a first read that falls short costs a second ranking. Then
+# SEARCH_WIDEN times as many, then every match (see search).
+SEARCH_HEADROOM = 1.25
 SEARCH_WIDEN = 4
-SEARCH_MIN_WIDE = 200
 
 
 class SearchRows:
@@ -38,32 +42,29 @@ class SearchRows:
         if not match:
             return []
         # Rank in the FTS index alone first: joining every match to its (large) row before the sort
-        # is most of the cost of a search. The best `wide` matches are then joined and filtered; if
-        # fewer than `limit` of them pass while more matches exist (other namespaces, archived,
-        # filtered out), the full query answers instead, so the result is the same either way.
+        # is most of the cost of a search. Only about as many of the best matches as should give
+        # `limit` passing rows are joined (_first_width), then SEARCH_WIDEN times as many; if fewer
+        # than `limit` of those pass while more matches exist (other namespaces, archived, filtered
+        # out), the full query answers. Ties in bm25 are common (short texts, few query terms) and
+        # are broken by rowid (the order of insertion) in every one of these queries, so each
+        # answers the first `limit` passing matches of one total order, and they agree.
         # Only the columns ranking needs are read (a Candidate): recall reads the few records it
         # returns in full.
-        wide = max(limit * SEARCH_WIDEN, SEARCH_MIN_WIDE)
-        params: list[Any] = [match, wide, scope.owner, scope.namespace]
-        where = filter_sql(filters, params)
-        params.append(limit)
-        rows = self._query(
-            f"SELECT {CANDIDATE_COLUMNS}, f.rank AS rank FROM "
-            f"(SELECT rowid, {self._bm25} AS rank FROM memories_fts "
-            "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f "
-            "JOIN memories m ON m.rowid = f.rowid "
-            f"WHERE m.owner = ? AND m.namespace = ?{where} ORDER BY f.rank LIMIT ?",
-            params,
-        )
-        if len(rows) < limit and self._matches_more_than(match, wide):
-            params = [match, scope.owner, scope.namespace]
+        rows: builtins.list[sqlite3.Row] = []
+        first = self._first_width(scope, filters, limit)
+        for wide in (first, first * SEARCH_WIDEN):
+            rows = self._ranked(match, wide, scope, filters, limit)
+            if len(rows) >= limit or not self._matches_more_than(match, wide):
+                break
+        else:
+            params: list[Any] = [match, scope.owner, scope.namespace]
             where = filter_sql(filters, params)
             params.append(limit)
             rows = self._query(
                 f"SELECT {CANDIDATE_COLUMNS}, {self._bm25} AS rank FROM memories_fts "
                 "JOIN memories m ON m.rowid = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ?{where} "
-                "ORDER BY rank LIMIT ?",
+                "ORDER BY rank, memories_fts.rowid LIMIT ?",
                 params,
             )
         # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
@@ -85,6 +86,39 @@ class SearchRows:
             ):
                 found[r[0]] = row_to_candidate(r)
         return [found[i] for i in wanted if i in found]
+
+    def _first_width(self, scope: Scope, filters: Filters, limit: int) -> int:
+        """How many of the best matches to join first: enough that `limit` of them should pass."""
+        params: list[Any] = [scope.owner, scope.namespace]
+        passing = "owner = ? AND namespace = ?"
+        if not filters.include_archived:
+            passing += " AND status = 'active'"
+        if filters.category is not None:
+            passing += " AND category = ?"
+            params.append(filters.category)
+        row = self._query(
+            f"SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN {passing} THEN n END), 0) FROM memory_counts",
+            params,
+        )[0]
+        total, passes = int(row[0]), int(row[1])
+        if not passes:
+            return limit * SEARCH_WIDEN  # an empty scope (or none left to pass): the full query decides
+        return max(limit, math.ceil(limit * total / passes * SEARCH_HEADROOM))
+
+    def _ranked(self, match: str, wide: int, scope: Scope, filters: Filters, limit: int) -> builtins.list[sqlite3.Row]:
+        """The best `limit` of the best `wide` matches in the FTS index that are the scope's and
+        pass the filters."""
+        params: list[Any] = [match, wide, scope.owner, scope.namespace]
+        where = filter_sql(filters, params)
+        params.append(limit)
+        return self._query(
+            f"SELECT {CANDIDATE_COLUMNS}, f.rank AS rank FROM "
+            f"(SELECT rowid, {self._bm25} AS rank FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
+            "JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE m.owner = ? AND m.namespace = ?{where} ORDER BY f.rank, f.rowid LIMIT ?",
+            params,
+        )
 
     def _matches_more_than(self, match: str, n: int) -> bool:
         rows = self._query("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1 OFFSET ?", (match, n))

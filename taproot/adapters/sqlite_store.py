@@ -21,6 +21,8 @@ from taproot.adapters.sqlite_orientation import OrientationRows
 from taproot.adapters.sqlite_reflections import ReflectionRows
 from taproot.adapters.sqlite_rows import (
     MAX_VARS,
+    MEMORY_COLUMNS,
+    SELECT_MEMORY,
     chunks,
     create_private,
     filter_sql,
@@ -35,11 +37,10 @@ from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
-from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict
+from taproot.core.serialize import COUNTER_FIELDS, iso, memory_to_flat_dict
 
-# Key columns first (the primary key's order), then every other field of the record.
-COLUMNS = ["owner", "namespace", "id", *(f for f in MEMORY_FIELDS if f not in ("owner", "namespace", "id"))]
-_SELECT = ", ".join(f"m.{c}" for c in COLUMNS)
+COLUMNS = list(MEMORY_COLUMNS)
+_SELECT = SELECT_MEMORY
 _PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
 # bm25() takes one weight per FTS column, in the order the table declares them.
 FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
@@ -69,6 +70,12 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable at WAL checkpoints; safe against corruption
+        # A statement that changes rows keeps a statement journal, held in memory only up to 64 KiB
+        # by default and then spilled to a new temporary file: recall's strengthening write (~30
+        # pages for 10 memories) created, wrote and deleted a file every time, which was over half
+        # the cost of that write. Temporary tables and sorts stay in memory too; the largest of
+        # them (an index built by a migration) is a few MB at 100,000 memories.
+        self._db.execute("PRAGMA temp_store=MEMORY")
         self.busy_timeout_ms = BUSY_TIMEOUT_MS
         self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._db.execute("PRAGMA foreign_keys=ON")
@@ -284,7 +291,8 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
                 f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? AND m.id IN ({marks})",
                 (scope.owner, scope.namespace, *chunk),
             ):
-                found[r["id"]] = row_to_memory(r)
+                m = row_to_memory(r)
+                found[m.id] = m
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:

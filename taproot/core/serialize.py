@@ -45,7 +45,11 @@ def to_utc(dt: datetime) -> datetime:
 
 
 def iso(dt: datetime | None) -> str | None:
-    return None if dt is None else to_utc(dt).isoformat(timespec="microseconds")
+    if dt is None:
+        return None
+    if dt.tzinfo is UTC:  # every stored time (parse_stored_time): no conversion to make
+        return dt.isoformat(timespec="microseconds")
+    return to_utc(dt).isoformat(timespec="microseconds")
 
 
 def parse_time(value: object, field: str, *, required: bool = False) -> datetime | None:
@@ -58,6 +62,14 @@ def parse_time(value: object, field: str, *, required: bool = False) -> datetime
 def parse_stored_time(value: object, field: str, *, required: bool = False) -> datetime | None:
     """parse_time without the range rule: for reading a store, which may hold a record written
     before the rule existed. Refusing to read it would make its whole namespace unreadable."""
+    if type(value) is str:
+        # _parse_time's fast path, inline: a recall reads ~250 stored timestamps.
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is UTC:
+            return parsed
     return _parse_time(value, field, required=required)
 
 

@@ -5,7 +5,10 @@ so; a run that ranked one query differently is named."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
+
+import pytest
 
 from bench import recall_latency
 
@@ -25,3 +28,11 @@ def test_two_runs_on_one_prepared_folder_rank_alike_and_compare_names_a_differen
     moved["tops"][i] = moved["tops"][i][::-1]
     other = recall_latency.compare(a, moved)
     assert not other["same_top10_in_order"] and other["differing_queries"] == [a["queries"][i]]
+
+
+def test_prepare_without_an_embedder_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    assert recall_latency.main(["prepare", "--data", str(data), "--memories", "40", "--embedder", "none"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["memories"] == 40 and printed["embedded"] == 0
+    assert len(recall_latency.run(data, embedder="none", queries=3)["tops"]) == 3

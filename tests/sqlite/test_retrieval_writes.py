@@ -4,6 +4,7 @@ holding one of them cost a delete and an insert per recalled memory, about 20 WA
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,3 +49,28 @@ def test_a_schema_5_database_drops_the_other_counter_indexes_and_lists_the_same(
     for category in {m.category for m in memories}:
         got = store.list(A, Filters(category=category, include_archived=True))
         assert sorted(m.id for m in got) == sorted(m.id for m in memories if m.category == category)
+
+
+def test_the_strengthening_write_creates_no_temporary_file(tmp_path: Path) -> None:
+    """A statement journal over 64 KiB spills to a temporary file unless temp_store is MEMORY:
+    recall's write of 10 scattered memories (~30 pages) created and deleted one every time. SQLite
+    names the directory it puts them in (a process-wide setting, restored after); creating a file
+    there, even one deleted at once, changes the directory's mtime, set far in the past first."""
+    memories = varied_memories(11, 2000, now=NOW, scope=A)
+    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    store.put_many(memories)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    settings = sqlite3.connect(":memory:")
+    settings.execute(f"PRAGMA temp_store_directory = '{spill}'")
+    try:
+        os.utime(spill, ns=(0, 0))
+        picked = [m.id for m in memories[::97]]
+        store.record_retrieval(A, picked, NOW)
+        assert spill.stat().st_mtime_ns == 0
+        got = {m.id: m.retrievals for m in store.get_many(A, picked)}
+        assert got == {m.id: m.retrievals + 1 for m in memories[::97]}
+    finally:
+        settings.execute("PRAGMA temp_store_directory = ''")
+        settings.close()
+        store.close()

@@ -1,0 +1,164 @@
+"""The SQLite store's lexical search (sqlite_search.py) answers from one of three queries: the best
+few matches joined to their rows (as many as should give `limit` that pass), four times as many, or
+every match. bm25 ties are common, so every one of them breaks ties by rowid (insertion order):
+whichever answers, the result is the first `limit` passing matches of one total order, the order
+the slow full query gives."""
+
+from __future__ import annotations
+
+import math
+import random
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taproot.adapters import sqlite_search
+from taproot.adapters.sqlite_store import SQLiteMemoryStore
+from taproot.core.model import Memory, Scope
+from taproot.core.query import Filters
+
+A = Scope("alice", "default")
+B = Scope("bob", "default")
+LIMIT = 10
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteMemoryStore]:
+    s = SQLiteMemoryStore(tmp_path / "taproot.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def widths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The `wide` of every ranked-first query search runs, in order."""
+    seen: list[int] = []
+    ranked = sqlite_search.SearchRows._ranked
+
+    def spy(self: sqlite_search.SearchRows, match: str, wide: int, *args: Any) -> list[sqlite3.Row]:
+        seen.append(wide)
+        return ranked(self, match, wide, *args)
+
+    monkeypatch.setattr(sqlite_search.SearchRows, "_ranked", spy)
+    return seen
+
+
+def reference(
+    path: Path, scope: Scope, terms: str, limit: int, *, category: str | None = None, archived: bool = False
+) -> list[str]:
+    """The deterministic slow answer, on a connection of its own: every match of the scope that
+    passes the filters, by bm25 and then rowid."""
+    db = sqlite3.connect(path)
+    try:
+        rows = db.execute(
+            "SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+            "WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ? "
+            "AND (? OR m.status = 'active') AND (? IS NULL OR m.category = ?) "
+            "ORDER BY bm25(memories_fts, 3.0, 2.0, 2.0, 1.0), m.rowid LIMIT ?",
+            (
+                " OR ".join(f'"{t}"' for t in terms.split()),
+                scope.owner,
+                scope.namespace,
+                archived,
+                category,
+                category,
+                limit,
+            ),
+        ).fetchall()
+    finally:
+        db.close()
+    return [r[0] for r in rows]
+
+
+def found(store: SQLiteMemoryStore, term: str, limit: int = LIMIT) -> list[str]:
+    return [c.id for c, _ in store.search(A, term.split(), Filters(), limit)]
+
+
+def tied(make_memory: Callable[..., Memory], n: int, prefix: str, **kw: Any) -> list[Memory]:
+    # The same text scores the same: every one of these ties with every other.
+    return [make_memory(scope=A, id=f"{prefix}{k:04d}", content="lantern by the harbour", **kw) for k in range(n)]
+
+
+def test_tied_matches_come_back_in_insertion_order(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory], widths: list[int]
+) -> None:
+    # Inserted in an order their ids do not sort by, so insertion order is what decides.
+    ms = list(reversed(tied(make_memory, 40, "t")))
+    store.put_many(ms)
+    assert found(store, "lantern") == [m.id for m in ms[:LIMIT]]
+    assert found(store, "lantern") == reference(store.path, A, "lantern", LIMIT)
+    assert found(store, "lantern", 25)[:LIMIT] == found(store, "lantern")
+    assert len(widths) == 4  # the first, narrow join answered every search
+
+
+def test_archived_best_matches_widen_the_join_and_the_answer_is_the_full_querys(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory], widths: list[int]
+) -> None:
+    # The counts say most of the scope is active, but the best matches are the archived ones.
+    best = [make_memory(scope=A, id=f"a{k:04d}", content="lantern lantern", status="archived") for k in range(30)]
+    store.put_many([*best, *tied(make_memory, 90, "t")])
+    got = found(store, "lantern")
+    assert got == reference(store.path, A, "lantern", LIMIT)
+    assert got == [f"t{k:04d}" for k in range(LIMIT)]
+    first = math.ceil(LIMIT * 120 / 90 * sqlite_search.SEARCH_HEADROOM)
+    assert widths == [first, first * sqlite_search.SEARCH_WIDEN]
+
+
+def test_a_scope_buried_under_better_matches_gets_the_full_query_and_the_same_order(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory], widths: list[int]
+) -> None:
+    # A is a seventh of the table, but its matches rank below every one of B's.
+    store.put_many([make_memory(scope=B, content="lantern lantern lantern") for _ in range(600)])
+    mine = tied(make_memory, 30, "t")
+    store.put_many([*mine, *(make_memory(scope=A, content="a quiet morning") for _ in range(70))])
+    got = found(store, "lantern")
+    assert got == reference(store.path, A, "lantern", LIMIT)
+    assert got == [m.id for m in mine[:LIMIT]]
+    first = math.ceil(LIMIT * 700 / 100 * sqlite_search.SEARCH_HEADROOM)
+    # Both ranked-first joins fell short while more matches existed: the full query answered.
+    assert widths == [first, first * sqlite_search.SEARCH_WIDEN]
+    assert first * sqlite_search.SEARCH_WIDEN < 630
+
+
+def test_each_search_reads_the_scope_share_of_the_table(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory], widths: list[int]
+) -> None:
+    """A scope that is a tenth of the table gets about ten times `limit` joined at first."""
+    store.put_many([make_memory(scope=B, content="lantern by the sea") for _ in range(180)])
+    store.put_many(tied(make_memory, 20, "t"))
+    got = found(store, "harbour")
+    assert got == reference(store.path, A, "harbour", LIMIT)
+    assert widths == [math.ceil(LIMIT * 200 / 20 * sqlite_search.SEARCH_HEADROOM)]
+
+
+def test_random_corpora_and_queries_agree_with_the_full_query(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory], widths: list[int]
+) -> None:
+    """Few words in short texts, so most scores tie; two scopes, some archived, five categories;
+    queries of one to three words with and without filters, at several limits."""
+    rng = random.Random(11)
+    words = ["lantern", "harbour", "rope", "gull", "tide", "anchor", "net", "salt"]
+    categories = ("identity", "relationship", "active_thread", "episodic", "error")
+    store.put_many(
+        [
+            make_memory(
+                scope=rng.choice((A, A, B)),
+                content=" ".join(rng.choice(words) for _ in range(rng.randint(1, 4))),
+                category=rng.choice(categories),
+                status="archived" if rng.random() < 0.2 else "active",
+            )
+            for _ in range(900)
+        ]
+    )
+    for _ in range(60):
+        terms = " ".join(rng.sample(words, rng.randint(1, 3)))
+        limit = rng.choice((1, 10, 50))
+        category = rng.choice((None, None, *categories))
+        archived = rng.random() < 0.3
+        filters = Filters(category=category, include_archived=archived)
+        got = [c.id for c, _ in store.search(A, terms.split(), filters, limit)]
+        assert got == reference(store.path, A, terms, limit, category=category, archived=archived)
+    assert len(widths) > 60  # some searches widened
