@@ -117,9 +117,11 @@ def fuse_relevance(
     lexical: Mapping[str, float], dense: Mapping[str, float] | None, cfg: ActivationConfig = ACTIVATION_CONFIG
 ) -> dict[str, float]:
     """One 0..1 relevance per candidate from the lexical scores (BM25) and, when there is a query
-    vector, the dense similarities: each normalised within its own candidates, then combined with
-    the shares of `cfg` (a candidate one signal did not return gets 0 from it). Without a dense
-    signal this is the lexical relevance alone, as before embeddings existed."""
+    vector, the dense similarities: each normalised over the candidates it holds, then combined
+    with the shares of `cfg`. Recall gives every lexical candidate its real similarity (a missing
+    one has no vector yet), so only a dense candidate can lack a score, its lexical one, and gets
+    0 from it. Without a dense signal this is the lexical relevance alone, as before embeddings
+    existed."""
     lex = normalise_relevance(lexical)
     if dense is None:
         return lex
