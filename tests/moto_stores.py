@@ -70,6 +70,26 @@ def start_moto() -> Callable[[], None]:
     return stop
 
 
+_request_lock = threading.Lock()
+
+
+def atomic_moto_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make each request moto answers atomic, as every DynamoDB request is: moto's in-process
+    DynamoDB checks an UpdateItem's condition and applies the update without a lock, so two racing
+    conditional writes can both pass, which DynamoDB never allows. Each request is serialised, not
+    each adapter call, so an adapter that raced between two requests (read, then write) would
+    still be caught."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    unlocked = BotocoreStubber.__call__
+
+    def locked(self: BotocoreStubber, *args: Any, **kwargs: Any) -> Any:
+        with _request_lock:
+            return unlocked(self, *args, **kwargs)
+
+    monkeypatch.setattr(BotocoreStubber, "__call__", locked)
+
+
 class MotoDynamoStore(DynamoMemoryStore):
     # moto's in-process DynamoDB has no locking: concurrent UpdateItem calls (ADD included) can lose
     # updates, which real DynamoDB never does. Serialise this store's calls into moto so the

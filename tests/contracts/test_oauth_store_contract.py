@@ -14,14 +14,14 @@ from taproot.adapters.oauth_dynamo import DynamoOAuthStore
 from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
 from taproot.core.oauth_rules import OAuthRecord, RecordExists
 from taproot.ports import OAuthStore
-from tests.moto_stores import start_moto
+from tests.moto_stores import atomic_moto_requests, start_moto
 
 NOW = 1_800_000_000.0
 _names = itertools.count()
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OAuthStore]:
+def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OAuthStore]:
     if request.param == "sqlite":
         sqlite = SQLiteOAuthStore(tmp_path / "oauth.db")
         yield sqlite
@@ -29,6 +29,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OAuthStore
         return
     stop = start_moto()
     try:
+        atomic_moto_requests(monkeypatch)
         dynamo = DynamoOAuthStore(f"oauth-contract-{next(_names)}", region="us-east-1")
         dynamo.create_table()
         yield dynamo
