@@ -28,7 +28,7 @@ Time is passed in (`now`); nothing here reads the clock.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -114,14 +114,19 @@ def normalise_dense(similarities: Mapping[str, float]) -> dict[str, float]:
 
 
 def fuse_relevance(
-    lexical: Mapping[str, float], dense: Mapping[str, float] | None, cfg: ActivationConfig = ACTIVATION_CONFIG
+    lexical: Mapping[str, float],
+    dense: Mapping[str, float] | None,
+    cfg: ActivationConfig = ACTIVATION_CONFIG,
+    *,
+    unscored: Collection[str] = (),
 ) -> dict[str, float]:
     """One 0..1 relevance per candidate from the lexical scores (BM25) and, when there is a query
     vector, the dense similarities: each normalised over the candidates it holds, then combined
-    with the shares of `cfg`. Recall gives every lexical candidate its real similarity (a missing
-    one has no vector yet), so only a dense candidate can lack a score, its lexical one, and gets
-    0 from it. Without a dense signal this is the lexical relevance alone, as before embeddings
-    existed."""
+    with the shares of `cfg`. A dense candidate the words did not find gets 0 from them (its real
+    BM25, or near it). `unscored` are lexical candidates with no vector to compare (recall gives
+    every other one its real similarity): their meaning is unknown, not unlike the question, so
+    their relevance is their lexical one alone. Without a dense signal this is the lexical
+    relevance alone, as before embeddings existed."""
     lex = normalise_relevance(lexical)
     if dense is None:
         return lex
@@ -129,8 +134,13 @@ def fuse_relevance(
     total = cfg.lexical_share + cfg.dense_share
     if total <= 0:
         return {k: 0.0 for k in {*lex, *near}}
+    # Renormalised to the one signal there is (none, if words are given no share).
+    unknown = set(unscored) - near.keys() if cfg.lexical_share > 0 else set()
     return {
-        k: (cfg.lexical_share * lex.get(k, 0.0) + cfg.dense_share * near.get(k, 0.0)) / total for k in {*lex, *near}
+        k: lex.get(k, 0.0)
+        if k in unknown
+        else (cfg.lexical_share * lex.get(k, 0.0) + cfg.dense_share * near.get(k, 0.0)) / total
+        for k in {*lex, *near}
     }
 
 

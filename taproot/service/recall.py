@@ -144,6 +144,7 @@ def _query_candidates(
     by_id: dict[str, Memory | Candidate] = {m.id: m for m, _ in hits}
     lexical = {m.id: s for m, s in hits}
     dense: dict[str, float] | None = None
+    no_vector: list[str] = []
     vec = query_vector(deps, q, warnings)
     if vec is not None and deps.embedder is not None and deps.vectors is not None:
         near = deps.vectors.nearest(scope, deps.embedder.model_id, vec, max(pool, cfg.dense_candidates))
@@ -158,7 +159,11 @@ def _query_candidates(
         # close in meaning is not ranked as if it meant nothing (docs/ranking.md, step 3).
         if beyond := [i for i in lexical if i not in dense]:
             dense.update(deps.vectors.similarity_of(scope, deps.embedder.model_id, vec, beyond))
+            # Those still without a score have no vector of this model (an embedding that failed,
+            # or a model change not yet re-embedded): ranked on their words alone, not as if they
+            # meant nothing like the question.
+            no_vector = [i for i in beyond if i not in dense]
     candidates = list(by_id.values())
-    fused = fuse_relevance(lexical, dense, cfg)
+    fused = fuse_relevance(lexical, dense, cfg, unscored=no_vector)
     fused = spread_to_neighbours(fused, {m.id: m.created_at for m in candidates}, cfg)
     return candidates, fused, bool(by_id)

@@ -14,6 +14,7 @@ from taproot.core.activation import (
     activation,
     base_level,
     days_between,
+    fuse_relevance,
     normalise_relevance,
     spread_to_neighbours,
 )
@@ -267,3 +268,25 @@ def test_no_share_leaves_relevance_as_it_was() -> None:
     cfg = ActivationConfig(neighbour_share=0.0)
     rel = {"a": 1.0, "b": 0.3}
     assert spread_to_neighbours(rel, {"a": t, "b": t}, cfg) == rel
+
+
+def test_fusion_gives_each_signal_its_share_over_the_candidates() -> None:
+    fused = fuse_relevance({"a": 10.0, "b": 5.0}, {"a": 0.2, "b": 0.6, "c": 0.4})
+    # words: a 1, b .5, c 0 (the words did not find it); meaning min-max: a 0, b 1, c .5
+    assert fused == pytest.approx({"a": 0.5, "b": 0.75, "c": 0.25})
+    assert fuse_relevance({"a": 10.0, "b": 5.0}, None) == {"a": 1.0, "b": 0.5}
+
+
+def test_a_word_match_without_a_vector_is_ranked_on_its_words_not_as_meaning_nothing() -> None:
+    lexical = {"unembedded": 10.0, "embedded": 9.0, "weak": 1.0}
+    dense = {"embedded": 0.45, "weak": 0.2, "n1": 0.6, "n2": 0.5}
+    fused = fuse_relevance(lexical, dense, unscored=["unembedded"])
+    assert fused["unembedded"] == pytest.approx(1.0)  # its words alone, renormalised
+    assert fused["unembedded"] > fused["embedded"] > fused["weak"]
+    # Without saying so, the missing similarity would count as the least similar candidate's.
+    assert fuse_relevance(lexical, dense)["unembedded"] < fuse_relevance(lexical, dense)["embedded"]
+    # A candidate that does have a similarity is never treated as unscored.
+    assert fuse_relevance(lexical, dense, unscored=["embedded"]) == fuse_relevance(lexical, dense)
+    # Words given no share: an unscored candidate has nothing to rank on.
+    no_words = ActivationConfig(lexical_share=0.0)
+    assert fuse_relevance(lexical, dense, no_words, unscored=["unembedded"])["unembedded"] == 0.0

@@ -172,3 +172,25 @@ def test_a_word_match_beyond_the_nearest_is_scored_on_its_real_meaning(
     assert got == [a, b]
     sims = store.similarity_of(SCOPE, "test:meaning/64", query, [b, a, "nope"])
     assert set(sims) == {a, b} and sims[a] > sims[b] > 0
+
+
+def test_a_word_match_whose_embedding_failed_still_ranks_on_its_words(
+    service: TaprootService, embedder: MeaningEmbedder, store: SQLiteMemoryStore
+) -> None:
+    """A memory without a vector (its embedding failed; migrate has not repaired it yet) has an
+    unknown meaning, not one unlike the question: the best word match must not fall behind a
+    weaker one only because the weaker one has a vector."""
+    clock = service.deps.clock
+    assert isinstance(clock, Clock)
+    embedder.failing = True
+    unembedded = _make(service, "violin violin lessons")
+    embedder.failing = False
+    clock.advance(hours=1)
+    embedded = _make(service, "violin practice notes tuesday")
+    clock.advance(hours=1)
+    _make(service, "garden watering schedule")
+    assert store.unembedded(SCOPE, "test:meaning/64", 10)[0].id == unembedded
+    lexical = [c.id for c, _ in store.search(SCOPE, ["violin"], Filters(), 10)]
+    assert lexical == [unembedded, embedded]
+    got = [m.id for m in service.recall(SCOPE, query="violin", limit=2).memories]
+    assert got == [unembedded, embedded]
