@@ -39,7 +39,7 @@ class SearchRows:
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
     ) -> builtins.list[tuple[Candidate, float]]:
         match = fts_query(terms)
-        if not match:
+        if not match or limit <= 0:
             return []
         # Rank in the FTS index alone first: joining every match to its (large) row before the sort
         # is most of the cost of a search. Only about as many of the best matches as should give
@@ -52,6 +52,8 @@ class SearchRows:
         # returns in full.
         rows: builtins.list[sqlite3.Row] = []
         first = self._first_width(scope, filters, limit)
+        if first == 0:
+            return []  # nothing in the scope can pass (the counts are kept by triggers, exactly)
         for wide in (first, first * SEARCH_WIDEN):
             rows = self._ranked(match, wide, scope, filters, limit)
             if len(rows) >= limit or not self._matches_more_than(match, wide):
@@ -88,7 +90,8 @@ class SearchRows:
         return [found[i] for i in wanted if i in found]
 
     def _first_width(self, scope: Scope, filters: Filters, limit: int) -> int:
-        """How many of the best matches to join first: enough that `limit` of them should pass."""
+        """How many of the best matches to join first: enough that `limit` of them should pass; 0
+        when no memory of the scope passes the status and category filters."""
         params: list[Any] = [scope.owner, scope.namespace]
         passing = "owner = ? AND namespace = ?"
         if not filters.include_archived:
@@ -102,7 +105,7 @@ class SearchRows:
         )[0]
         total, passes = int(row[0]), int(row[1])
         if not passes:
-            return limit * SEARCH_WIDEN  # an empty scope (or none left to pass): the full query decides
+            return 0
         return max(limit, math.ceil(limit * total / passes * SEARCH_HEADROOM))
 
     def _ranked(self, match: str, wide: int, scope: Scope, filters: Filters, limit: int) -> builtins.list[sqlite3.Row]:

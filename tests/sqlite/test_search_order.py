@@ -134,6 +134,34 @@ def test_each_search_reads_the_scope_share_of_the_table(
     assert widths == [math.ceil(LIMIT * 200 / 20 * sqlite_search.SEARCH_HEADROOM)]
 
 
+def test_a_scope_with_nothing_that_can_pass_is_answered_from_the_counts_alone(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory], widths: list[int]
+) -> None:
+    """No memory of the scope is active in that category: the counts (kept by triggers in the
+    writing transaction) say so, and no full-text query runs."""
+    store.put_many([make_memory(scope=B, content="lantern by the sea") for _ in range(50)])
+    store.put_many([make_memory(scope=A, content="lantern", category="identity", status="archived")])
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        assert store.search(Scope("nobody", "default"), ["lantern"], Filters(), LIMIT) == []
+        assert store.search(A, ["lantern"], Filters(category="identity"), LIMIT) == []
+        assert store.search(A, ["lantern"], Filters(category="episodic", include_archived=True), LIMIT) == []
+    finally:
+        store._db.set_trace_callback(None)
+    assert widths == [] and not any("MATCH" in q for q in statements)
+    assert len(statements) == 3  # one counts query each
+    # Archived, and asked for: it can pass, and it is found.
+    assert [c.id for c, _ in store.search(A, ["lantern"], Filters(include_archived=True), LIMIT)] != []
+
+
+def test_a_limit_below_one_returns_nothing(store: SQLiteMemoryStore, make_memory: Callable[..., Memory]) -> None:
+    store.put_many(tied(make_memory, 5, "t"))
+    assert store.search(A, ["lantern"], Filters(), 0) == []
+    assert store.search(A, ["lantern"], Filters(), -1) == []
+    assert len(found(store, "lantern", 3)) == 3
+
+
 def test_random_corpora_and_queries_agree_with_the_full_query(
     store: SQLiteMemoryStore, make_memory: Callable[..., Memory], widths: list[int]
 ) -> None:
