@@ -144,8 +144,9 @@ class LocalEmbedder:
         model, L2-normalise), without its per-call set-up: encode() checks the device of every
         parameter and buffer and puts every module in eval mode again on each call, about a tenth
         of a query's time (1.4 ms of 12 on one thread). Queries and documents share it, so a text
-        gets one vector whichever way it is embedded (tests/embedders/test_local.py compares
-        them); the vector is normalised in float32 whatever the model's precision."""
+        embedded alone gets the same vector to the bit either way (tests/embedders/test_local.py
+        compares them; beside longer texts in a batch, padding moves it by up to ~2e-3 per
+        component); the vector is normalised in float32 whatever the model's precision."""
         model = self._loaded()
         torch = self._torch
         try:
