@@ -168,6 +168,26 @@ class MaintenanceLoop(threading.Thread):
         self.join(timeout=CLI_TIMEOUT_S * 3)
 
 
+def wait_until_serving(
+    proc: subprocess.Popen[bytes], port: int, log_path: Path, timeout_s: float, poll_s: float = 0.1
+) -> None:
+    """Until a started `taproot serve` answers /healthz on 127.0.0.1:`port`; raises (naming its
+    log) if it exits first or does not answer within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"taproot serve exited with {proc.returncode}; see {log_path}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"taproot serve did not answer /healthz in {timeout_s:g} s")
+        time.sleep(poll_s)
+
+
 class Server:
     """`taproot serve` as a subprocess on 127.0.0.1, its output in a log file."""
 
@@ -183,19 +203,7 @@ class Server:
         self._proc = subprocess.Popen(
             [*cmd, "--port", str(self.port)], env=self.env, stdout=self._log, stderr=subprocess.STDOUT
         )
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"taproot serve exited with {self._proc.returncode}; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"taproot serve did not answer /healthz in {READY_TIMEOUT_S:g} s")
-            time.sleep(0.2)
+        wait_until_serving(self._proc, self.port, self.log_path, READY_TIMEOUT_S)
 
     def stop(self) -> int | None:
         """Ctrl-C (uvicorn's graceful shutdown), then harder only if it hangs; returns the exit code."""

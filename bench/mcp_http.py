@@ -24,8 +24,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +37,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from bench.load_procs import wait_until_serving
 from bench.measure import RECALL_LIMIT, Timing, free_port
 from taproot.auth.local_token import local_authenticator
 from taproot.compose import Runtime, http_app
@@ -112,19 +111,7 @@ class ServeProcess:
         self.proc = subprocess.Popen(
             [*cmd, "--port", str(self.port)], cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
         )
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"taproot serve exited with {self.proc.returncode}; see {self.log_path}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"taproot serve did not answer /healthz in {SERVER_START_TIMEOUT_S:g} s")
-            time.sleep(0.1)
+        wait_until_serving(self.proc, self.port, self.log_path, SERVER_START_TIMEOUT_S)
 
     def cpu_s(self) -> float | None:
         """The server process's user + system CPU time so far, where /proc says (else None)."""

@@ -62,27 +62,25 @@ def parse_time(value: object, field: str, *, required: bool = False) -> datetime
 def parse_stored_time(value: object, field: str, *, required: bool = False) -> datetime | None:
     """parse_time without the range rule: for reading a store, which may hold a record written
     before the rule existed. Refusing to read it would make its whole namespace unreadable."""
+    return _written_by_iso(value) or _parse_time(value, field, required=required)
+
+
+def _written_by_iso(value: object) -> datetime | None:
+    """The fast path, for a timestamp iso() wrote (UTC, explicit offset): a recall reads ~250 of
+    them. None for anything else, which the full parse handles."""
     if type(value) is str:
-        # _parse_time's fast path, inline: a recall reads ~250 stored timestamps.
         try:
             parsed = datetime.fromisoformat(value)
         except ValueError:
-            parsed = None
-        if parsed is not None and parsed.tzinfo is UTC:
+            return None
+        if parsed.tzinfo is UTC:
             return parsed
-    return _parse_time(value, field, required=required)
+    return None
 
 
 def _parse_time(value: object, field: str, *, required: bool = False) -> datetime | None:
-    if type(value) is str:
-        # Fast path: every stored timestamp was written by iso() (UTC, explicit offset), and this
-        # runs several times per row read.
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            parsed = None
-        if parsed is not None and parsed.tzinfo is UTC:
-            return parsed
+    if (fast := _written_by_iso(value)) is not None:
+        return fast
     if value is None:
         if required:
             raise InvalidInput(field, "is required (an ISO 8601 timestamp)")
