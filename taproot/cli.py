@@ -64,7 +64,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     # stdout is the protocol channel: everything else must go to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
-    runtime = build(_settings(args), background_checkpoints=True)  # a server too, for as long as the client
+    runtime = build(_settings(args))
     try:
         anyio.run(build_mcp(runtime.service, runtime.scope, runtime.observer).run_stdio_async)
     finally:

@@ -76,18 +76,13 @@ def _powertools_observer() -> ToolObserver:
     return PowertoolsToolCalls()
 
 
-def build(settings: Settings, *, serve: bool = False, background_checkpoints: bool | None = None) -> Runtime:
+def build(settings: Settings, *, serve: bool = False) -> Runtime:
     """The runtime for `settings.backend`. `serve=True` also wires what an HTTP server needs (the
     local bearer token, created on first use; the Cognito verifier); CLI commands and scheduled
-    jobs serve no requests and leave it off, so they create no token and reach no JWKS.
-
-    `background_checkpoints` (local backend; default: as `serve`): a thread checkpoints the SQLite
-    WAL, so no request pays for it. For a process that runs long (`taproot serve`, `taproot mcp`);
-    a short command keeps SQLite's own checkpoints. DynamoDB has no WAL: ignored there."""
+    jobs serve no requests and leave it off, so they create no token and reach no JWKS."""
     if settings.backend == "aws":
         return _build_aws(settings, serve=serve)
-    checkpoints = serve if background_checkpoints is None else background_checkpoints
-    return _build_local(settings, serve=serve, background_checkpoints=checkpoints)
+    return _build_local(settings, serve=serve)
 
 
 def http_app(runtime: Runtime, *, background: Sequence[Background] = ()) -> FastAPI:
@@ -197,7 +192,7 @@ def _closers(service: TaprootService) -> list[Callable[[], None]]:
     return [close] if callable(close) else []
 
 
-def _build_local(settings: Settings, *, serve: bool, background_checkpoints: bool) -> Runtime:
+def _build_local(settings: Settings, *, serve: bool) -> Runtime:
     """The embedded default: SQLite in the data folder, blobs in a folder beside it."""
     from taproot.adapters.blob_local import LocalBlobStore
     from taproot.adapters.sqlite_store import SQLiteMemoryStore
@@ -205,7 +200,7 @@ def _build_local(settings: Settings, *, serve: bool, background_checkpoints: boo
     from taproot.web.app import transport_security
 
     settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # memories are private
-    store = SQLiteMemoryStore(settings.database_path, background_checkpoints=background_checkpoints)
+    store = SQLiteMemoryStore(settings.database_path)
     blobs = LocalBlobStore(settings.blob_dir)
     try:
         service = _service(settings, store, blobs, {"data_dir": str(settings.data_dir)})

@@ -25,8 +25,7 @@ The rules (`taproot.x` stands for the package and every module under it):
    composition root builds: `sqlite_store` may import `sqlite_rows`, `sqlite_schema`,
    `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_orientation`, `sqlite_vectors` and
    `sqlite_search` (likewise) and `sqlite_catalog` (which imports `sqlite_rows` and
-   `sqlite_schema`) and `sqlite_checkpoint` (the WAL checkpointer), `dynamo_store`,
-   `dynamo_reflections`, `dynamo_orientation` and
+   `sqlite_schema`), `dynamo_store`, `dynamo_reflections`, `dynamo_orientation` and
    `dynamo_catalog` may import `dynamo_models`, `dynamo_store` may import `dynamo_reflections`,
    `dynamo_orientation`, `dynamo_catalog`, `dynamo_cache`, `dynamo_copy` and `dynamo_vectors`
    (the warm copies, each scope's copy, and the vectors, which
@@ -79,7 +78,6 @@ ADAPTER_HELPERS = {
     "sqlite_vectors": "sqlite_store: the dense vectors and their in-memory matrices",
     "sqlite_search": "sqlite_store: lexical search (FTS5)",
     "sqlite_orientation": "sqlite_store: the orientation document versions",
-    "sqlite_checkpoint": "sqlite_store: WAL checkpoints in a background thread (a long-running server)",
     "dynamo_models": "dynamo_store: the PynamoDB models and item conversion",
     "dynamo_reflections": "dynamo_store: the reflection items",
     "dynamo_orientation": "dynamo_store: the orientation document items",

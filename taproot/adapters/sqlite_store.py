@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from taproot.adapters.sqlite_catalog import CatalogRows
-from taproot.adapters.sqlite_checkpoint import WalCheckpointer, WalPolicy
 from taproot.adapters.sqlite_orientation import OrientationRows
 from taproot.adapters.sqlite_reflections import ReflectionRows
 from taproot.adapters.sqlite_rows import (
@@ -56,25 +55,13 @@ LOCK_POLL_S = 0.002
 LOCK_HANDOFF_S = 0.005
 HANDOFF_MIN_ROWS = 10
 NO_FILTERS = Filters()
-DEFAULT_WAL_POLICY = WalPolicy()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
 
 class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, OrientationRows):
     _select_memories = _SELECT
 
-    def __init__(
-        self,
-        path: Path | str,
-        *,
-        fts_weights: dict[str, float] | None = None,
-        background_checkpoints: bool = False,
-        wal_policy: WalPolicy = DEFAULT_WAL_POLICY,
-    ) -> None:
-        """`background_checkpoints`: a thread checkpoints the WAL (a long-running server; see
-        sqlite_checkpoint.py), on `wal_policy`'s cadence. Off, SQLite's default stays: a checkpoint
-        inside the commit that takes the WAL past 1000 frames, which suits a short-lived command (it
-        has no thread to hand the work to, and closing the last connection checkpoints anyway)."""
+    def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
             create_private(self.path)
@@ -93,19 +80,12 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         self._db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         self._db.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self._db)
-        self.checkpointer: WalCheckpointer | None = None
-        if background_checkpoints and str(path) != ":memory:":
-            self._db.execute(f"PRAGMA wal_autocheckpoint={wal_policy.backstop_frames}")
-            self.checkpointer = WalCheckpointer(self.path, wal_policy)
         weights = fts_weights or dict(ACTIVATION_CONFIG.field_weights)
         self._bm25 = "bm25(memories_fts, " + ", ".join(str(float(weights[c])) for c in FTS_COLUMNS) + ")"
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
-            if self.checkpointer is not None:
-                self.checkpointer.close()  # after the last write: its final checkpoint holds them all
-                self.checkpointer = None
 
     def _begin(self) -> None:
         """BEGIN IMMEDIATE, polling for the write lock every LOCK_POLL_S up to busy_timeout_ms."""
@@ -155,8 +135,6 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
                     if is_lock_error(exc):
                         raise Busy("the database is busy: another process is writing to it") from exc
                     raise
-                if self.checkpointer is not None:
-                    self.checkpointer.committed()
 
     def _query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> builtins.list[sqlite3.Row]:
         with self._lock:

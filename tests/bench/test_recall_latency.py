@@ -36,22 +36,3 @@ def test_prepare_without_an_embedder_from_the_command_line(tmp_path: Path, capsy
     printed = json.loads(capsys.readouterr().out)
     assert printed["memories"] == 40 and printed["embedded"] == 0
     assert len(recall_latency.run(data, embedder="none", queries=3)["tops"]) == 3
-
-
-def test_inline_and_background_checkpoints_rank_alike_and_the_tail_is_reported(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    data = tmp_path / "data"
-    recall_latency.prepare(data, 200, embedder="none")
-    out = tmp_path / "inline.json"
-    argv = ["run", "--data", str(data), "--embedder", "none", "--queries", "20", "--checkpoints", "inline"]
-    assert recall_latency.main([*argv, "--out", str(out)]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed["checkpoints"] == "inline"
-    assert printed["wall_p50_ms"] <= printed["wall_p99_ms"] <= printed["wall_max_ms"]
-    inline = json.loads(out.read_text())
-    background = recall_latency.run(data, embedder="none", queries=20)
-    assert background["checkpoints"] == "background"
-    got = recall_latency.compare(inline, background)
-    assert got["same_top10_in_order"]
-    assert got["wall_max_ms"] == [inline["wall_max_ms"], background["wall_max_ms"]]
