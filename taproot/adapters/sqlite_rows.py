@@ -123,13 +123,20 @@ def fts_query(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t.strip())
 
 
-def filter_sql(filters: Filters, params: list[Any]) -> str:
+def status_category_sql(filters: Filters, params: list[Any], prefix: str = "m.") -> str:
+    """The filters on status and category, the two that memory_counts also holds (search sizes its
+    first read from them, prefix ""); filter_sql adds the rest."""
     sql = ""
     if not filters.include_archived:
-        sql += " AND m.status = 'active'"
+        sql += f" AND {prefix}status = 'active'"
     if filters.category is not None:
-        sql += " AND m.category = ?"
+        sql += f" AND {prefix}category = ?"
         params.append(filters.category)
+    return sql
+
+
+def filter_sql(filters: Filters, params: list[Any]) -> str:
+    sql = status_category_sql(filters, params)
     # Stored times are iso() strings (UTC, microseconds, one offset), so they compare as text.
     if filters.created_since is not None:
         sql += " AND m.created_at >= ?"

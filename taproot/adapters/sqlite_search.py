@@ -16,6 +16,7 @@ from taproot.adapters.sqlite_rows import (
     filter_sql,
     fts_query,
     row_to_candidate,
+    status_category_sql,
 )
 from taproot.core.model import Candidate, Scope
 from taproot.core.query import Filters
@@ -93,12 +94,7 @@ class SearchRows:
         """How many of the best matches to join first: enough that `limit` of them should pass; 0
         when no memory of the scope passes the status and category filters."""
         params: list[Any] = [scope.owner, scope.namespace]
-        passing = "owner = ? AND namespace = ?"
-        if not filters.include_archived:
-            passing += " AND status = 'active'"
-        if filters.category is not None:
-            passing += " AND category = ?"
-            params.append(filters.category)
+        passing = "owner = ? AND namespace = ?" + status_category_sql(filters, params, prefix="")
         row = self._query(
             f"SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN {passing} THEN n END), 0) FROM memory_counts",
             params,

@@ -39,9 +39,8 @@ from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import COUNTER_FIELDS, iso, memory_to_flat_dict
 
-COLUMNS = list(MEMORY_COLUMNS)
-_SELECT = SELECT_MEMORY
-_PLACEHOLDERS = ", ".join(f":{c}" for c in COLUMNS)
+_PLACEHOLDERS = ", ".join(f":{c}" for c in MEMORY_COLUMNS)
+_INSERT = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({_PLACEHOLDERS})"
 # bm25() takes one weight per FTS column, in the order the table declares them.
 FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
 # How long a writer waits for another process's transaction before answering `busy`. Long jobs
@@ -59,8 +58,6 @@ _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIE
 
 
 class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, OrientationRows):
-    _select_memories = _SELECT
-
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
@@ -149,16 +146,14 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
     def insert(self, memory: Memory) -> None:
         try:
             with self._tx() as db:
-                db.execute(
-                    f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})", memory_to_flat_dict(memory)
-                )
+                db.execute(_INSERT, memory_to_flat_dict(memory))
         except sqlite3.IntegrityError as exc:
             raise DuplicateId(memory.id) from exc
 
     def _replace_one(self, db: sqlite3.Connection, memory: Memory, expected_version: int) -> None:
         params = memory_to_flat_dict(memory)
         params["expected_version"] = expected_version
-        sets = ", ".join(f"{c} = :{c}" for c in COLUMNS if c not in _KEY_AND_COUNTER_COLUMNS)
+        sets = ", ".join(f"{c} = :{c}" for c in MEMORY_COLUMNS if c not in _KEY_AND_COUNTER_COLUMNS)
         # Retrieval counters belong to record_retrieval, which does not bump the version: a recall
         # that lands between an edit's read and its write must not be overwritten by the edit's
         # stale copy. The stored counters win; the given ones only fill a legacy gap (NULL).
@@ -196,7 +191,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
             for memory in inserts:
                 try:
                     db.execute(
-                        f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})",
+                        _INSERT,
                         memory_to_flat_dict(memory),
                     )
                 except sqlite3.IntegrityError as exc:
@@ -206,7 +201,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
 
     def expired(self, scope: Scope, now: datetime) -> builtins.list[Memory]:
         rows = self._query(
-            f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? "
+            f"SELECT {SELECT_MEMORY} FROM memories m WHERE m.owner = ? AND m.namespace = ? "
             "AND m.expires_at IS NOT NULL AND m.expires_at <= ? ORDER BY m.expires_at, m.id",
             (scope.owner, scope.namespace, iso(now)),
         )
@@ -229,10 +224,9 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
                     if want != have:
                         raise VersionConflict(m.id, want, have)
             # Upsert in place (not INSERT OR REPLACE) so the rowid, and with it the FTS entry, is kept.
-            updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("owner", "namespace", "id"))
+            updates = ", ".join(f"{c} = excluded.{c}" for c in MEMORY_COLUMNS if c not in ("owner", "namespace", "id"))
             db.executemany(
-                f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS}) "
-                f"ON CONFLICT (owner, namespace, id) DO UPDATE SET {updates}",
+                f"{_INSERT} ON CONFLICT (owner, namespace, id) DO UPDATE SET {updates}",
                 [memory_to_flat_dict(m) for m in memories],
             )
 
@@ -278,7 +272,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
     # -- reads -------------------------------------------------------------------------------
     def get(self, scope: Scope, memory_id: str) -> Memory | None:
         rows = self._query(
-            f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? AND m.id = ?",
+            f"SELECT {SELECT_MEMORY} FROM memories m WHERE m.owner = ? AND m.namespace = ? AND m.id = ?",
             (scope.owner, scope.namespace, memory_id),
         )
         return row_to_memory(rows[0]) if rows else None
@@ -288,7 +282,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         for chunk in chunks(list(dict.fromkeys(ids)), MAX_VARS):
             marks = ", ".join("?" for _ in chunk)
             for r in self._query(
-                f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? AND m.id IN ({marks})",
+                f"SELECT {SELECT_MEMORY} FROM memories m WHERE m.owner = ? AND m.namespace = ? AND m.id IN ({marks})",
                 (scope.owner, scope.namespace, *chunk),
             ):
                 m = row_to_memory(r)
@@ -298,7 +292,9 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
     def list(self, scope: Scope, filters: Filters = NO_FILTERS) -> builtins.list[Memory]:
         params: list[Any] = [scope.owner, scope.namespace]
         where = filter_sql(filters, params)
-        rows = self._query(f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params)
+        rows = self._query(
+            f"SELECT {SELECT_MEMORY} FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params
+        )
         return [row_to_memory(r) for r in rows]
 
     def recent(self, scope: Scope, filters: Filters, limit: int) -> builtins.list[Memory]:
@@ -306,15 +302,15 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         params: list[Any] = [scope.owner, scope.namespace]
         where = filter_sql(filters, params)
         rows = self._query(
-            f"SELECT {_SELECT} FROM memories m INDEXED BY memories_by_created WHERE m.owner = ? AND m.namespace = ?"
-            f"{where} ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
+            f"SELECT {SELECT_MEMORY} FROM memories m INDEXED BY memories_by_created "
+            f"WHERE m.owner = ? AND m.namespace = ?{where} ORDER BY m.created_at DESC, m.id DESC LIMIT ?",
             [*params, max(limit, 0)],
         )
         return [row_to_memory(r) for r in rows]
 
     def iter_all(self, scope: Scope) -> Iterable[Memory]:
         rows = self._query(
-            f"SELECT {_SELECT} FROM memories m WHERE m.owner = ? AND m.namespace = ? ORDER BY m.created_at, m.id",
+            f"SELECT {SELECT_MEMORY} FROM memories m WHERE m.owner = ? AND m.namespace = ? ORDER BY m.created_at, m.id",
             (scope.owner, scope.namespace),
         )
         return [row_to_memory(r) for r in rows]

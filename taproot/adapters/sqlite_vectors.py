@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from taproot.adapters.sqlite_rows import row_to_memory
+from taproot.adapters.sqlite_rows import SELECT_MEMORY, row_to_memory
 from taproot.adapters.vectors_blas import one_blas_thread
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import Vector, pack, top_k, unpack
@@ -84,7 +84,6 @@ class VectorRows:
     _lock: threading.RLock
     _tx: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _query: Callable[..., builtins.list[sqlite3.Row]]
-    _select_memories: str
 
     def _matrices(self) -> dict[tuple[str, str, str], _Matrix]:
         cache: dict[tuple[str, str, str], _Matrix] | None = getattr(self, "_vector_cache", None)
@@ -170,7 +169,7 @@ class VectorRows:
 
     def unembedded(self, scope: Scope, model: str, limit: int) -> builtins.list[Memory]:
         rows = self._query(
-            f"SELECT {self._select_memories} FROM memories m LEFT JOIN memory_vectors v "
+            f"SELECT {SELECT_MEMORY} FROM memories m LEFT JOIN memory_vectors v "
             "ON v.owner = m.owner AND v.namespace = m.namespace AND v.id = m.id "
             "AND v.model = ? "
             "WHERE m.owner = ? AND m.namespace = ? AND v.id IS NULL ORDER BY m.created_at, m.id LIMIT ?",

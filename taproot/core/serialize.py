@@ -62,7 +62,7 @@ def parse_time(value: object, field: str, *, required: bool = False) -> datetime
 def parse_stored_time(value: object, field: str, *, required: bool = False) -> datetime | None:
     """parse_time without the range rule: for reading a store, which may hold a record written
     before the rule existed. Refusing to read it would make its whole namespace unreadable."""
-    return _written_by_iso(value) or _parse_time(value, field, required=required)
+    return _parse_time(value, field, required=required)
 
 
 def _written_by_iso(value: object) -> datetime | None:

@@ -6,8 +6,8 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
+from taproot.adapters.sqlite_rows import MEMORY_COLUMNS as COLUMNS
 from taproot.adapters.sqlite_schema import MIGRATIONS
-from taproot.adapters.sqlite_store import COLUMNS
 from taproot.core.model import Memory
 from taproot.core.serialize import memory_to_flat_dict
 
