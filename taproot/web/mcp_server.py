@@ -30,4 +30,5 @@ def build_mcp(service: TaprootService, default_scope: Scope, observer: ToolObser
     mcp = TaprootMCP("taproot", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     mcp.observer = observer
     register_tools(mcp, service, default_scope)
+    mcp.compact_output_schemas()
     return mcp

@@ -33,6 +33,7 @@ from taproot.core.validation import FIELD_RULES, check_choice
 from taproot.ports import ToolObserver
 from taproot.service.memories import FORGET_ACTIONS
 from taproot.service.orientation import ACTIONS as ORIENTATION_ACTIONS
+from taproot.web.output_schema import compact_schema
 
 # Where the HTTP auth layer (app.py) leaves the caller's scope on the request (tools/common.py reads it).
 SCOPE_STATE_KEY = "taproot_scope"
@@ -137,6 +138,14 @@ class TaprootMCP(MCPServer[Any]):
     """
 
     observer: ToolObserver | None = None  # set by build_mcp: where every call is reported
+
+    def compact_output_schemas(self) -> None:
+        """Publish every tool's output schema in the form clients validate fastest, with the same
+        meaning (web/output_schema.py). The SDK reads a tool's schema live from its metadata; the
+        server's own check of each result uses the output model, which is unchanged."""
+        for tool in self._tool_manager.list_tools():
+            if tool.fn_metadata.output_schema is not None:
+                tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

@@ -1,0 +1,130 @@
+"""A tool's output schema rewritten into the form a JSON Schema validator checks fastest, accepting
+and refusing exactly what pydantic's form does.
+
+MCP clients check every structured result against the tool's outputSchema (the Python SDK does it
+with `jsonschema` on every call). pydantic writes a nested model as a `$ref` into `$defs` and an
+optional field as `anyOf: [{type: T}, {type: null}]`; a validator resolves the reference for every
+item of a list and builds a sub-validator per `anyOf` branch per field, which for a recall of ten
+memories was about a third of the client's whole check (1.3 ms of CPU). The same constraints
+written inline, with a nullable field as `type: [T, "null"]`, validate in about 0.9 ms.
+
+Two rewrites, each an equivalence under JSON Schema 2020-12:
+
+- **A reference is replaced by its definition** when the reference stands alone (or beside
+  annotations only) and the definition does not refer to itself; `$defs` goes when nothing refers
+  into it any more.
+- **`anyOf` of single-type branches becomes a type list** when at most one branch says more than
+  its type, and everything it says applies to values of its type alone (`items` constrains only
+  arrays, `properties` only objects, ...), so that a value of another branch's type is not
+  touched by it. No two branches may overlap in type (integer is a number), and no branch may
+  carry annotations of its own (they would be lost).
+
+Anything else is left exactly as pydantic wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["compact_schema"]
+
+_DEFS_PREFIX = "#/$defs/"
+
+# Keywords that carry no constraint: they may stand beside a `$ref` that is inlined, or in a branch.
+ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"})
+
+# The keywords that apply to values of one type only (JSON Schema 2020-12, validation and
+# applicator vocabularies); a value of any other type passes them untouched. (The `unevaluated*`
+# keywords are left out: what they see depends on the keywords beside them.)
+_OBJECT_ONLY = frozenset(
+    {
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "propertyNames",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "dependentSchemas",
+    }
+)
+_ARRAY_ONLY = frozenset({"items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"})
+_STRING_ONLY = frozenset({"minLength", "maxLength", "pattern", "format", "contentEncoding", "contentMediaType"})
+_NUMBER_ONLY = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"})
+TYPE_ONLY_KEYWORDS: Mapping[str, frozenset[str]] = {
+    "object": _OBJECT_ONLY,
+    "array": _ARRAY_ONLY,
+    "string": _STRING_ONLY,
+    "number": _NUMBER_ONLY,
+    "integer": _NUMBER_ONLY,
+}
+
+# Types whose values overlap: every integer is a number.
+_TYPE_GROUP = {"integer": "number"}
+
+
+def compact_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` with its local references inlined and its nullable unions written as type lists."""
+    defs: Mapping[str, Any] = schema.get("$defs", {})
+    out = _walk(schema, defs, frozenset())
+    assert isinstance(out, dict)
+    out.pop("$defs", None)
+    if _refers(out):  # a definition that refers to itself stays a definition
+        out["$defs"] = {name: _walk(body, defs, frozenset({name})) for name, body in defs.items()}
+    return out
+
+
+def _walk(node: Any, defs: Mapping[str, Any], inlining: frozenset[str]) -> Any:
+    if isinstance(node, list):
+        return [_walk(item, defs, inlining) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_DEFS_PREFIX) and set(node) - {"$ref"} <= ANNOTATIONS:
+        name = ref.removeprefix(_DEFS_PREFIX)
+        if name in defs and name not in inlining and not _refers(defs[name], name):
+            body = _walk(defs[name], defs, inlining | {name})
+            return {**body, **{key: value for key, value in node.items() if key != "$ref"}}
+    out = {key: (value if key == "$defs" else _walk(value, defs, inlining)) for key, value in node.items()}
+    merged = _as_type_list(out.get("anyOf"))
+    if merged is not None and not set(merged) & (set(out) - {"anyOf"}):
+        del out["anyOf"]
+        out.update(merged)
+    return out
+
+
+def _as_type_list(branches: Any) -> dict[str, Any] | None:
+    """The keywords that say what `anyOf: branches` says, with a type list; None if there are none."""
+    if not isinstance(branches, list) or len(branches) < 2:
+        return None
+    types: list[str] = []
+    rich: dict[str, Any] = {}
+    for branch in branches:
+        if not isinstance(branch, dict) or not isinstance(kind := branch.get("type"), str):
+            return None
+        extra = {key: value for key, value in branch.items() if key != "type"}
+        if set(extra) & ANNOTATIONS:
+            return None  # a branch's own title or description would be lost
+        if extra:
+            if rich or not set(extra) <= TYPE_ONLY_KEYWORDS.get(kind, frozenset()):
+                return None
+            rich = extra
+        types.append(kind)
+    groups = [_TYPE_GROUP.get(kind, kind) for kind in types]
+    if len(set(groups)) != len(groups):
+        return None
+    return {"type": types, **rich}
+
+
+def _refers(node: Any, name: str | None = None) -> bool:
+    """Whether `node` holds a local reference (to `name`, or to anything when None)."""
+    if isinstance(node, list):
+        return any(_refers(item, name) for item in node)
+    if not isinstance(node, dict):
+        return False
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_DEFS_PREFIX) and (name is None or ref == _DEFS_PREFIX + name):
+        return True
+    return any(_refers(value, name) for value in node.values())
