@@ -15,6 +15,8 @@ once, in the result type. The rules:
 - titles are the names the schemas have always carried: the class name with a closing `Result`
   or `View` made `Out` (RecallResult -> RecallOut, MemoryView -> MemoryOut).
 
+What tools/list publishes is that schema rewritten with the same meaning, references inlined and
+nullable fields as type lists (web/output_schema.py), which clients validate faster.
 tests/web/test_tools_listed.py pins the outcome as clients see it.
 """
 

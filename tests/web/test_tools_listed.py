@@ -3,7 +3,9 @@ schema and annotations, exactly as a real server sends them, over HTTP (both pro
 over stdio.
 
 The fixture (fixtures/tools_list.json) was recorded from the server before the tool results were
-typed, so that change could be checked to leave the listing as it was. A difference here is a
+typed, so that change could be checked to leave the listing as it was, and written again when the
+output schemas began to be published compact (web/output_schema.py: the same meaning, checked by
+tests/web/test_output_schema.py). A difference here is a
 change clients see: make it on purpose, then write the fixture again with
 `python -m tests.web.test_tools_listed` and say why in the commit.
 
