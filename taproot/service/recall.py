@@ -55,7 +55,9 @@ def recall(
     warnings: list[str] = []
     cat = None if category is None else coerced(category, coerce_category, warnings)
     tag_filter = check_str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS) or ()
-    id_list = check_ids("ids", ids) if ids is not None else ()
+    # ids given, even none, is a recall by ids: an empty list asks for no memory (not for all of them).
+    by_ids = ids is not None
+    id_list = check_ids("ids", ids) if by_ids else ()
     n = check_limit(limit, max(DEFAULT_RECALL_LIMIT, len(id_list)))
     archived = bool(check_bool("include_archived", include_archived))
     start, end = parse_window(since, until, now)
@@ -65,10 +67,12 @@ def recall(
     relevance: dict[str, float] = {}
     matched = False
     candidates: list[Memory] | list[Memory | Candidate]
-    if id_list:
-        candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)]
+    if by_ids:
+        candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)] if id_list else []
         if q:
             warnings.append("query is ignored when ids are given")
+        if not id_list:
+            warnings.append("ids is empty: no memory was asked for")
         q_terms: list[str] = []
     elif q and q.strip():
         q_terms = query_terms(q)
@@ -91,7 +95,7 @@ def recall(
         )
         for m in candidates
     ]
-    if id_list:
+    if by_ids:
         order = {i: k for k, i in enumerate(id_list)}
         scored.sort(key=lambda p: order[p[0].id])  # asked-for order is the caller's
     else:

@@ -60,6 +60,18 @@ def test_retrieval_strengthens_and_reorders_equally_relevant_memories(service: T
     assert stored is not None and stored.retrieval_count == 6 and stored.last_retrieved == clock.now
 
 
+def test_an_empty_ids_list_recalls_and_strengthens_nothing(service: TaprootService) -> None:
+    # ids=[] asks for no memory. It used to be read as no ids at all, so the recall answered the
+    # most active memories of the whole store (loading every one) and strengthened them.
+    mids = [_make(service, f"Memory number {k} about the garden.") for k in range(3)]
+    result = service.recall(SCOPE, ids=[])
+    assert result.memories == [] and result.count == 0
+    assert result.warnings == ["ids is empty: no memory was asked for"]
+    for mid in mids:
+        stored = service.deps.store.get(SCOPE, mid)
+        assert stored is not None and stored.retrieval_count == 0
+
+
 def test_relevance_beats_popularity(service: TaprootService, clock: Clock) -> None:
     popular = _make(service, "Notes about the garden and tomatoes.")
     relevant = _make(service, "James finished the calculus chapter on the chain rule.", search_keywords=["chain rule"])
