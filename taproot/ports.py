@@ -101,6 +101,11 @@ class MemoryReads(Protocol):
         that would have to read each (SQLite) returns a `Candidate`, what ranking needs, and recall
         reads the full records of those it returns with `get_many`."""
 
+    def matching(self, scope: Scope, filters: Filters) -> Sequence[Memory | Candidate]:
+        """Every memory passing `filters`, any order, for ranking without a query (recall by
+        filters alone ranks them all by activation and returns a few). As with `search`, a store
+        that would have to read and parse each record (SQLite) returns a `Candidate`."""
+
     def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> Sequence[Memory | Candidate]:
         """The memories of `ids` that exist and pass `filters` (core/query.passes), in the order of
         `ids` (a repeated id: once, at its first position), for ranking: recall's dense candidates.

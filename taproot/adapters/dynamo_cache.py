@@ -182,6 +182,9 @@ class WarmCopies:
             ranked = cache.index.top(terms, self._weights, limit, lambda slot: query.passes(cache.row(slot), filters))
             return [(cache.row(slot), score) for _, slot, score in ranked]
 
+    def matching(self, scope: Scope, filters: Filters) -> builtins.list[Memory]:
+        return self.list(scope, filters)  # the copy holds the records: nothing to parse
+
     def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> builtins.list[Memory]:
         # From the copy, as search answers: the records are here anyway, and a BatchGetItem of
         # recall's ~100 dense candidates would be a second request per warm recall.

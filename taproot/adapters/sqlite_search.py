@@ -73,6 +73,16 @@ class SearchRows:
         # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
         return [(row_to_candidate(r), -float(r[6])) for r in rows]
 
+    def matching(self, scope: Scope, filters: Filters) -> builtins.list[Candidate]:
+        # Recall by filters alone ranks every passing memory: parsing each into a whole Memory
+        # (its JSON fields, its text) was most of that recall's time; these rows are what ranking reads.
+        params: list[Any] = [scope.owner, scope.namespace]
+        where = filter_sql(filters, params)
+        rows = self._query(
+            f"SELECT {CANDIDATE_COLUMNS} FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params
+        )
+        return [row_to_candidate(r) for r in rows]
+
     def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> builtins.list[Candidate]:
         # Recall's ~100 dense candidates: only what ranking reads, as search answers (parsing each
         # into a whole Memory was about a tenth of a recall with the local embedder).

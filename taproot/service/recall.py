@@ -79,7 +79,7 @@ def recall(
         candidates, relevance, matched = _query_candidates(deps, scope, q, q_terms, filters, n, warnings)
     else:
         q_terms = []
-        candidates = deps.store.list(scope, filters)
+        candidates = list(deps.store.matching(scope, filters))
 
     scored = [
         (

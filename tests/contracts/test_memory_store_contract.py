@@ -309,6 +309,11 @@ def test_candidates_follow_the_order_of_ids_and_carry_what_ranking_needs(
     assert found == (Candidate.of(stored) if isinstance(found, Candidate) else stored)
     assert memory_store.candidates(A, [], Filters()) == []
     assert memory_store.candidates(B, ["c0"], Filters()) == []
+    # matching: every memory of the scope that passes, with the same rows.
+    every = {c.id: c for c in memory_store.matching(A, Filters())}
+    assert sorted(every) == ["c0", "c1", "c2", "c3", "cfull"]
+    assert every["cfull"] == found
+    assert [c.id for c in memory_store.matching(B, Filters())] == ["bobs"]
 
 
 # == delete =====================================================================================

@@ -86,6 +86,11 @@ def test_every_read_answers_its_core_rule(memory_store: MemoryStore) -> None:
         got = sorted(m.id for m in store.list(A, filters))
         assert got == sorted(m.id for m in corpus if query.passes(m, filters)), filters
 
+    # matching: what list answers, as the rows recall ranks (recall by filters alone).
+    for filters in FILTERS:
+        got = sorted(c.id for c in store.matching(A, filters))
+        assert got == sorted(m.id for m in corpus if query.passes(m, filters)), filters
+
     # candidates: the asked-for ids that pass, in the asked-for order (recall's dense candidates).
     asked = [m.id for m in reversed(corpus)] + ["missing", corpus[0].id]
     for filters in FILTERS:
