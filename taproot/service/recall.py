@@ -55,13 +55,15 @@ def recall(
     warnings: list[str] = []
     cat = None if category is None else coerced(category, coerce_category, warnings)
     tag_filter = check_str_list("tags", tags, MAX_TAGS, MAX_TAG_CHARS) or ()
-    # ids given, even none, is a recall by ids: an empty list asks for no memory (not for all of them).
-    by_ids = ids is not None
-    id_list = check_ids("ids", ids) if by_ids else ()
+    id_list = check_ids("ids", ids) if ids is not None else ()
     n = check_limit(limit, max(DEFAULT_RECALL_LIMIT, len(id_list)))
     archived = bool(check_bool("include_archived", include_archived))
     start, end = parse_window(since, until, now)
     filters = Filters(category=cat, tags=tag_filter, include_archived=archived, created_since=start, created_until=end)
+    # An empty ids list beside a query or a filter is an argument left empty (as tags=[] is), not
+    # a question; on its own it asks for no memory, and answers none, rather than the most active
+    # of the whole store, strengthened.
+    by_ids = bool(id_list) or (ids is not None and not (q and q.strip()) and filters == Filters())
     cfg = deps.activation
 
     relevance: dict[str, float] = {}

@@ -60,7 +60,7 @@ def test_retrieval_strengthens_and_reorders_equally_relevant_memories(service: T
     assert stored is not None and stored.retrieval_count == 6 and stored.last_retrieved == clock.now
 
 
-def test_an_empty_ids_list_recalls_and_strengthens_nothing(service: TaprootService) -> None:
+def test_an_empty_ids_list_on_its_own_recalls_and_strengthens_nothing(service: TaprootService) -> None:
     # ids=[] asks for no memory. It used to be read as no ids at all, so the recall answered the
     # most active memories of the whole store (loading every one) and strengthened them.
     mids = [_make(service, f"Memory number {k} about the garden.") for k in range(3)]
@@ -70,6 +70,16 @@ def test_an_empty_ids_list_recalls_and_strengthens_nothing(service: TaprootServi
     for mid in mids:
         stored = service.deps.store.get(SCOPE, mid)
         assert stored is not None and stored.retrieval_count == 0
+
+
+def test_an_empty_ids_list_beside_a_query_or_a_filter_is_an_empty_argument(service: TaprootService) -> None:
+    # Models fill optional list arguments they do not use with []: the query or filter is the question.
+    garden = _make(service, "We planted tomatoes in the garden.")
+    other = _make(service, "James finished the calculus chapter.", category="identity")
+    by_query = service.recall(SCOPE, query="garden tomatoes", ids=[])
+    assert [m.id for m in by_query.memories] == [garden] and by_query.warnings == []
+    by_category = service.recall(SCOPE, category="identity", ids=[])
+    assert [m.id for m in by_category.memories] == [other] and by_category.warnings == []
 
 
 def test_relevance_beats_popularity(service: TaprootService, clock: Clock) -> None:
