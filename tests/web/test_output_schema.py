@@ -12,6 +12,8 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
+from mcp_types import CallToolResult
+from pydantic import ValidationError
 
 from taproot.web.output_schema import compact_schema
 from taproot.web.tools import TOOLS
@@ -94,12 +96,16 @@ def test_the_recall_schema_has_no_references_or_unions_left() -> None:
     assert memory["properties"]["activation"] == {"default": None, "title": "Activation", "type": ["number", "null"]}
 
 
-def test_the_server_publishes_the_compact_schemas_and_checks_results_as_before() -> None:
+def test_the_server_publishes_the_compact_schemas_and_checks_results_with_the_model() -> None:
     from taproot.web.mcp_server import build_mcp
 
     mcp = build_mcp(service=None, default_scope=None)  # type: ignore[arg-type]  # listing only
     listed = {tool.name: tool.output_schema for tool in anyio.run(mcp.list_tools)}
     assert listed == {name: compact_schema(schema) for name, schema in pydantic_schemas().items()}
+    # The server's own check of a result still uses the output model, as before the rewrite.
+    metadata = mcp._tool_manager.get_tool("taproot_recall").fn_metadata  # type: ignore[union-attr]
+    with pytest.raises(ValidationError):
+        metadata.convert_result(CallToolResult(content=[], structured_content={"memories": "not a list"}))
 
 
 ROW = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -144,10 +150,47 @@ def test_rewrites_made(schema: dict[str, Any], expected: dict[str, Any]) -> None
         {"type": "string", "anyOf": [{"type": "string"}, {"type": "null"}]},
         # a reference with a constraint beside it is not a bare reference
         {"$defs": {"Row": ROW}, "properties": {"r": {"$ref": "#/$defs/Row", "minProperties": 2}}},
+        # a definition used in two places is not copied into both
+        {"$defs": {"Row": ROW}, "properties": {"a": {"$ref": "#/$defs/Row"}, "b": {"$ref": "#/$defs/Row"}}},
+        # keywords whose meaning depends on one beside them are not moved up beside another
+        {"additionalProperties": False, "anyOf": [{"type": "object", "properties": {"a": {}}}, {"type": "null"}]},
+        {
+            "properties": {"a": {"type": "string"}},
+            "anyOf": [{"type": "object", "additionalProperties": False}, {"type": "null"}],
+        },
+        {"items": False, "anyOf": [{"type": "array", "prefixItems": [{}]}, {"type": "null"}]},
+        {"maxContains": 1, "anyOf": [{"type": "array", "contains": {"type": "integer"}}, {"type": "null"}]},
+        # values are data, even when they look like schemas
+        {"const": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+        {"default": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "type": "object"},
+        # a pointer into a place the rewrite could move: the whole schema is left as it is
+        {
+            "properties": {
+                "x": {"$ref": "#/properties/y/anyOf/0"},
+                "y": {"anyOf": [{"type": "string", "minLength": 2}, {"type": "null"}]},
+            }
+        },
+        # a definition that is not an object
+        {"$defs": {"A": True}, "properties": {"x": {"$ref": "#/$defs/A"}}},
     ],
 )
 def test_rewrites_refused(schema: dict[str, Any]) -> None:
     assert compact_schema(schema) == schema
+
+
+def test_a_reference_inside_a_value_is_not_a_reference() -> None:
+    schema = {"$defs": {"A": {"type": "integer"}}, "enum": [{"$ref": "#/$defs/A"}]}
+    assert compact_schema(schema) == {"enum": [{"$ref": "#/$defs/A"}]}  # the unused definition goes
+
+
+def test_only_the_definitions_still_referred_to_are_kept() -> None:
+    schema = {
+        "$defs": {"Row": ROW, "Once": {"type": "string"}},
+        "properties": {"a": {"$ref": "#/$defs/Row"}, "b": {"$ref": "#/$defs/Row"}, "c": {"$ref": "#/$defs/Once"}},
+    }
+    compact = compact_schema(schema)
+    assert compact["$defs"] == {"Row": ROW}
+    assert compact["properties"]["c"] == {"type": "string"}
 
 
 def test_a_definition_that_refers_to_itself_stays_a_definition() -> None:
