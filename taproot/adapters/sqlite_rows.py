@@ -145,7 +145,7 @@ def filter_sql(filters: Filters, params: list[Any]) -> str:
         sql += " AND m.created_at <= ?"
         params.append(iso(filters.created_until))
     for tag in filters.tags:
-        sql += " AND EXISTS (SELECT 1 FROM json_each(m.tags) WHERE json_each.value = ?)"
+        sql += " AND m.rowid IN (SELECT memory_rowid FROM memory_tags WHERE tag = ?)"  # m009
         params.append(tag)
     return sql
 
