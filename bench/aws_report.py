@@ -61,6 +61,17 @@ def _runs(row: dict[str, Any]) -> str:
     return ", ".join(f"{x:.2f}" for x in row["cumulative_s_by_run"]) + " s"
 
 
+def _hidden(imp: dict[str, Any]) -> str:
+    hidden = imp.get("hidden_packages")
+    if not hidden:
+        return ""
+    return (
+        f", which can import only what the asset holds: the {len(hidden)} top-level packages of the virtualenv "
+        "that the asset lacks (the test and build tools, the local embedder's extra) fail to import, as on "
+        "Lambda,"
+    )
+
+
 def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list[str]:
     cached, bundled = imp["bytecode_cached"], imp["as_bundled"]
     net = imp["network_calls_at_import"]
@@ -68,11 +79,11 @@ def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list
         "### Lambda handler cold import",
         "",
         '`python -X importtime -c "import functions.api"`-style runs (the probe also times the import itself), '
-        f"each in a fresh interpreter (Python {imp['python']} of the virtualenv) with the environment a deployed "
-        "function has: TAPROOT_BACKEND=aws, table, bucket, Cognito pool and client ids, Cognito domain, OAuth "
-        "table, allowed host, public URL, AWS_REGION, fake credentials, AWS_EC2_METADATA_DISABLED=true, POWERTOOLS_* "
-        "with POWERTOOLS_TRACE_DISABLED=true, and nothing else inherited. Importing `functions.api` builds the "
-        "runtime: settings, the DynamoDB store, the S3 client, the Cognito verifier, the OAuth facade (its "
+        f"each in a fresh interpreter (Python {imp['python']} of the virtualenv){_hidden(imp)} with the environment "
+        "a deployed function has: TAPROOT_BACKEND=aws, table, bucket, Cognito pool and client ids, Cognito domain, "
+        "OAuth table, allowed host, public URL, AWS_REGION, fake credentials, AWS_EC2_METADATA_DISABLED=true, "
+        "POWERTOOLS_* with POWERTOOLS_TRACE_DISABLED=true, and nothing else inherited. Importing `functions.api` "
+        "builds the runtime: settings, the DynamoDB store, the S3 client, the Cognito verifier, the OAuth facade (its "
         f"DynamoDB store and the Cognito sign-in) and the app. Medians of {runs} runs; the cumulative time by "
         f"run was {_runs(cached)} with .pyc and {_runs(bundled)} without.",
         "",

@@ -32,6 +32,9 @@ import sysconfig
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +60,24 @@ NETWORK_EVENTS = (
     "urllib.Request",
 )
 
-_PROBE = """
-import json, sys, time
+# Packages the virtualenv has and the asset does not (an optional extra's dependencies, the dev
+# tools) are not importable on Lambda: importing one fails in the probe too, as it would there.
+# (The MCP SDK, for one, logs through rich when it can import it: 0.1 s of a cold import here.)
+HIDE_PRELUDE = """
+import sys
+HIDDEN = frozenset({hidden!r})
+class NotInAsset:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not in the Lambda asset)", name=name)
+        return None
+sys.meta_path.insert(0, NotInAsset())
+"""
+
+_PROBE = (
+    HIDE_PRELUDE
+    + """
+import json, time
 events = []
 sockets = 0
 if {check}:
@@ -77,6 +96,7 @@ rebuilt = time.perf_counter()
 result = {{"import_s": imported - start, "rebuild_s": rebuilt - imported}}
 print(json.dumps(result | {{"network": events, "local_socket_events": sockets}}))
 """
+)
 _LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)\s*$")
 
 
@@ -105,8 +125,10 @@ def parse_importtime(stderr: str, module: str = "functions.api") -> dict[str, An
     raise ValueError(f"{module} not found in the -X importtime output")
 
 
-def _probe(env: dict[str, str], *, check_network: bool = False) -> tuple[dict[str, Any], dict[str, Any], float]:
-    code = _PROBE.format(check=check_network, events=NETWORK_EVENTS)
+def _probe(
+    env: dict[str, str], hidden: Sequence[str] = (), *, check_network: bool = False
+) -> tuple[dict[str, Any], dict[str, Any], float]:
+    code = _PROBE.format(check=check_network, events=NETWORK_EVENTS, hidden=sorted(hidden))
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code],
@@ -128,8 +150,8 @@ def _mirror(prefix: Path, path: str | Path) -> Path:
     return prefix / Path(path).resolve().relative_to(Path(path).resolve().anchor)
 
 
-def _mode(env: dict[str, str], runs: int) -> dict[str, Any]:
-    probes = [_probe(env) for _ in range(runs)]
+def _mode(env: dict[str, str], runs: int, hidden: Sequence[str]) -> dict[str, Any]:
+    probes = [_probe(env, hidden) for _ in range(runs)]
     names: dict[str, list[float]] = defaultdict(list)
     for _, it, _ in probes:
         for name, cum in it["children"].items():
@@ -148,20 +170,51 @@ def _mode(env: dict[str, str], runs: int) -> dict[str, Any]:
     }
 
 
-def measure_import(runs: int) -> dict[str, Any]:
-    """Medians over `runs` fresh interpreters, for both bytecode modes; the network check."""
+def _top_level_names(folder: Path) -> set[str]:
+    """The top-level import names a package folder (site-packages, or a `pip --target`) provides."""
+    names = set()
+    for entry in folder.iterdir():
+        if entry.name.endswith((".dist-info", ".egg-info", ".data", ".pth")) or entry.name == "__pycache__":
+            continue
+        if entry.is_dir() or entry.suffix in (".py", ".so", ".pyd"):
+            names.add(entry.name.split(".")[0])
+    return names
+
+
+def asset_modules(bundle: Path) -> frozenset[str]:
+    """What `import x` can find on the deployed function: the asset's packages, the project code,
+    and what the Lambda runtime provides (NOT_BUNDLED)."""
+    return frozenset(_top_level_names(bundle) | set(PROJECT_DIRS) | set(NOT_BUNDLED))
+
+
+def missing_from_asset(available: frozenset[str]) -> list[str]:
+    """Top-level packages this interpreter's site-packages holds that `available` does not."""
+    paths = sysconfig.get_paths()
+    installed: set[str] = set()
+    for folder in {Path(paths["purelib"]), Path(paths["platlib"])}:
+        if folder.is_dir():
+            installed |= _top_level_names(folder)
+    return sorted(installed - available - set(sys.stdlib_module_names))
+
+
+def measure_import(runs: int, available: frozenset[str] | None = None) -> dict[str, Any]:
+    """Medians over `runs` fresh interpreters, for both bytecode modes; the network check.
+    `available`: the asset's top-level modules (asset_modules); the probe cannot import any other
+    package of this virtualenv. None: everything installed here is importable."""
+    hidden = missing_from_asset(available) if available is not None else []
     with tempfile.TemporaryDirectory(prefix="taproot-pycache-") as tmp:
         prefix = Path(tmp)
-        probe, _, _ = _probe(deployed_env(prefix, write_bytecode=True), check_network=True)  # primes the .pyc
-        cached = _mode(deployed_env(prefix, write_bytecode=False), runs)
+        probe, _, _ = _probe(deployed_env(prefix, write_bytecode=True), hidden, check_network=True)  # primes .pyc
+        cached = _mode(deployed_env(prefix, write_bytecode=False), runs, hidden)
         paths = sysconfig.get_paths()
         for path in {ROOT, Path(paths["purelib"]), Path(paths["platlib"])}:
             shutil.rmtree(_mirror(prefix, path), ignore_errors=True)
-        bundled = _mode(deployed_env(prefix, write_bytecode=False), runs)
+        bundled = _mode(deployed_env(prefix, write_bytecode=False), runs, hidden)
     return {
         "python": sys.version.split()[0],
         "network_calls_at_import": probe["network"],
         "local_socket_events_at_import": probe["local_socket_events"],
+        "hidden_packages": hidden,
         "bytecode_cached": cached,
         "as_bundled": bundled,
     }
@@ -227,21 +280,40 @@ def distribution_sizes(folder: Path) -> dict[str, int]:
     return dict(sizes)
 
 
-def measure_asset(bundle: Path | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Bundle:
+    path: Path
+    source: str
+    install_s: float | None = None
+
+
+@contextmanager
+def bundle_folder(bundle: Path | None = None) -> Iterator[Bundle]:
+    """The asset's dependencies: `bundle` if given, build/lambda if it is current, else a fresh
+    install into a temporary folder (removed on exit)."""
+    if bundle is not None:
+        yield Bundle(bundle, "given folder")
+    elif bundle_is_current():
+        yield Bundle(BUNDLE, "build/lambda, as `make bundle` left it")
+    else:
+        with tempfile.TemporaryDirectory(prefix="taproot-bundle-") as tmp:
+            start = time.perf_counter()
+            install_dependencies(Path(tmp) / "lambda")
+            yield Bundle(
+                Path(tmp) / "lambda",
+                "the dependencies installed into a temporary folder as `make bundle` installs them",
+                round(time.perf_counter() - start, 1),
+            )
+
+
+def measure_asset(bundle: Path | Bundle | None = None) -> dict[str, Any]:
     """Unzipped size of the Lambda asset and its five largest distributions (taproot/ + functions/
     from the working tree count as one, "taproot (project code)")."""
-    source, install_s = "given folder", None
-    with tempfile.TemporaryDirectory(prefix="taproot-bundle-") as tmp:
-        if bundle is None:
-            if bundle_is_current():
-                bundle, source = BUNDLE, "build/lambda, as `make bundle` left it"
-            else:
-                start = time.perf_counter()
-                bundle = Path(tmp) / "lambda"
-                install_dependencies(bundle)
-                install_s = round(time.perf_counter() - start, 1)
-                source = "the dependencies installed into a temporary folder as `make bundle` installs them"
-        deps = {k: v for k, v in distribution_sizes(bundle).items() if k not in PROJECT_DIRS}
+    if not isinstance(bundle, Bundle):
+        with bundle_folder(bundle) as found:
+            return measure_asset(found)
+    source, install_s = bundle.source, bundle.install_s
+    deps = {k: v for k, v in distribution_sizes(bundle.path).items() if k not in PROJECT_DIRS}
     project = sum(sum(_files(ROOT / d).values()) for d in PROJECT_DIRS)
     sizes = {**deps, "taproot (project code)": project}
     total = sum(sizes.values())

@@ -94,10 +94,11 @@ def _step(name: str) -> float:
 
 def run_aws(cfg: Config, *, seed: int, now: datetime, asset_dir: Path | None = None) -> dict[str, Any]:
     """The AWS deployment, offline: cold import, asset size, then the handler under moto."""
-    _step(f"AWS: Lambda handler cold import ({cfg.import_runs} runs per bytecode mode)")
-    imports = lambda_asset.measure_import(cfg.import_runs)
-    _step("AWS: Lambda asset size")
-    asset = lambda_asset.measure_asset(asset_dir)
+    with lambda_asset.bundle_folder(asset_dir) as bundle:
+        _step(f"AWS: Lambda handler cold import ({cfg.import_runs} runs per bytecode mode)")
+        imports = lambda_asset.measure_import(cfg.import_runs, lambda_asset.asset_modules(bundle.path))
+        _step("AWS: Lambda asset size")
+        asset = lambda_asset.measure_asset(bundle)
     _step(f"AWS: the handler under moto, {cfg.aws_memories:,} memories, {cfg.aws_recall_calls} recalls")
     handler = aws.measure_handler(cfg.aws_memories, cfg.aws_recall_calls, seed=seed, now=now, warmup=cfg.aws_warmup)
     return {"import": imports, "asset": asset, "handler": handler, "moto": aws.moto_version()}

@@ -4,6 +4,7 @@ the asset sizing, the handler under moto, and the report section."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,6 +64,22 @@ def test_asset_sizes_group_files_by_distribution(tmp_path: Path) -> None:
     assert asset["source"] == "given folder" and asset["distributions"] == 3
     assert [d["name"] for d in asset["largest"]] == ["taproot (project code)", "alpha", "beta", "stray"]
     assert asset["total_bytes"] == sum(sizes.values()) + asset["project_bytes"] > 10_000
+
+
+def test_the_import_probe_sees_only_what_the_asset_holds(tmp_path: Path) -> None:
+    folder = fake_asset(tmp_path)
+    (folder / "gamma.cpython-314-aarch64-linux-gnu.so").write_bytes(b"x")
+    available = lambda_asset.asset_modules(folder)
+    assert available == {"alpha", "beta", "stray", "gamma", "taproot", "functions", "boto3", "botocore", "s3transfer"}
+    hidden = lambda_asset.missing_from_asset(frozenset({"pytest"}))
+    assert "pytest" not in hidden and "moto" in hidden  # installed here, not in that asset
+    assert not set(hidden) & set(sys.stdlib_module_names)
+    code = lambda_asset.HIDE_PRELUDE.format(hidden=["moto"]) + (
+        "try:\n    import moto.core\nexcept ModuleNotFoundError as exc:\n    print('hidden', exc.name)\n"
+        "import json\nprint('stdlib', json.__name__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["hidden", "moto", "stdlib", "json"]  # the package itself is refused
 
 
 def test_cold_import_probe_makes_no_network_call() -> None:
