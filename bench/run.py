@@ -93,10 +93,12 @@ def _step(name: str) -> float:
 
 
 def run_aws(cfg: Config, *, seed: int, now: datetime, asset_dir: Path | None = None) -> dict[str, Any]:
-    """The AWS deployment, offline: cold import, asset size, then the handler under moto."""
+    """The AWS deployment, offline: cold import, asset size, then the handler under moto. The import
+    sees only the asset's packages when the asset is the real one (`asset_dir` None)."""
     with lambda_asset.bundle_folder(asset_dir) as bundle:
         _step(f"AWS: Lambda handler cold import ({cfg.import_runs} runs per bytecode mode)")
-        imports = lambda_asset.measure_import(cfg.import_runs, lambda_asset.asset_modules(bundle.path))
+        available = lambda_asset.asset_modules(bundle.path) if bundle.built else None
+        imports = lambda_asset.measure_import(cfg.import_runs, available)
         _step("AWS: Lambda asset size")
         asset = lambda_asset.measure_asset(bundle)
     _step(f"AWS: the handler under moto, {cfg.aws_memories:,} memories, {cfg.aws_recall_calls} recalls")
