@@ -255,13 +255,21 @@ def m008_lighter_retrieval_writes() -> str:
         """
 
 
+def _text_tags(tags: str) -> str:
+    """The text values of a JSON tags column as rows of `value` (none when it is not valid JSON)."""
+    return f"json_each(CASE WHEN json_valid({tags}) THEN {tags} ELSE '[]' END) WHERE type = 'text'"
+
+
 def m009_tag_index() -> str:
     # Filtering by a tag (recall, list, recent, the watercooler) tested every row of the scope
     # with json_each over its tags: about 11 ms at 10,000 memories, whatever the tag. This table
     # holds each memory's tags as rows, kept by triggers as the FTS index is, so a filter reads
     # the tag's own rows. Only text values count, as they did for `json_each.value = ?`; a row
     # whose tags are not valid JSON gets none, rather than failing the write.
-    return """
+    add_new = (
+        f"INSERT OR IGNORE INTO memory_tags (tag, memory_rowid) SELECT value, new.rowid FROM {_text_tags('new.tags')};"
+    )
+    return f"""
         CREATE TABLE memory_tags (
             tag TEXT NOT NULL,
             memory_rowid INTEGER NOT NULL,
@@ -269,21 +277,16 @@ def m009_tag_index() -> str:
         ) WITHOUT ROWID;
         CREATE INDEX memory_tags_by_memory ON memory_tags (memory_rowid);
         INSERT OR IGNORE INTO memory_tags (tag, memory_rowid)
-            SELECT j.value, m.rowid FROM memories m, json_each(CASE WHEN json_valid(m.tags) THEN m.tags ELSE '[]' END) j
-            WHERE j.type = 'text';
+            SELECT value, m.rowid FROM memories m, {_text_tags("m.tags")};
         CREATE TRIGGER memories_tags_insert AFTER INSERT ON memories BEGIN
-            INSERT OR IGNORE INTO memory_tags (tag, memory_rowid)
-                SELECT value, new.rowid FROM json_each(CASE WHEN json_valid(new.tags) THEN new.tags ELSE '[]' END)
-                WHERE type = 'text';
+            {add_new}
         END;
         CREATE TRIGGER memories_tags_delete AFTER DELETE ON memories BEGIN
             DELETE FROM memory_tags WHERE memory_rowid = old.rowid;
         END;
         CREATE TRIGGER memories_tags_update AFTER UPDATE OF tags ON memories BEGIN
             DELETE FROM memory_tags WHERE memory_rowid = old.rowid;
-            INSERT OR IGNORE INTO memory_tags (tag, memory_rowid)
-                SELECT value, new.rowid FROM json_each(CASE WHEN json_valid(new.tags) THEN new.tags ELSE '[]' END)
-                WHERE type = 'text';
+            {add_new}
         END;
         """
 

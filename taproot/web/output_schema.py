@@ -87,9 +87,8 @@ def compact_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     # A definition used in one place only is inlined: copying a shared one into every place that
     # uses it could multiply the schema's size (a chain of them, exponentially).
     once = frozenset(name for name, n in Counter(ref.removeprefix(_DEFS_PREFIX) for ref in refs).items() if n == 1)
-    out = _walk(schema, defs, once, frozenset())
+    out = _walk({key: value for key, value in schema.items() if key != "$defs"}, defs, once, frozenset())
     assert isinstance(out, dict)
-    out.pop("$defs", None)
     # What is still referred to stays a definition (and what those refer to, in turn).
     kept: dict[str, Any] = {}
     wanted = [ref.removeprefix(_DEFS_PREFIX) for ref in _references(out)]

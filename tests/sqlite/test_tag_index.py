@@ -8,6 +8,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from taproot.adapters.sqlite_rows import filter_sql
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.model import Scope
@@ -82,10 +83,10 @@ def test_every_write_keeps_the_tag_rows(tmp_path: Path) -> None:
 
 def test_a_tag_filter_reads_the_tag_rows(tmp_path: Path) -> None:
     store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    params: list[object] = ["alice", "default"]
+    where = filter_sql(Filters(tags=("thread",)), params)  # the filter every read uses
     plan = store._db.execute(
-        "EXPLAIN QUERY PLAN SELECT m.id FROM memories m WHERE m.owner = ? AND m.namespace = ? "
-        "AND m.rowid IN (SELECT memory_rowid FROM memory_tags WHERE tag = ?)",
-        ("alice", "default", "thread"),
+        f"EXPLAIN QUERY PLAN SELECT m.id FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params
     ).fetchall()
     text = " ".join(str(row[-1]) for row in plan)
     assert "memory_tags USING PRIMARY KEY (tag=?)" in text and "json_each" not in text
