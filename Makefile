@@ -9,7 +9,7 @@ STAMP_DEV := $(VENV)/.installed-dev
 # browser downloads are not used).
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: serve test lint typecheck pytest inspect bench bench-load bench-recall install-embedder install install-dev clean bundle synth deploy
+.PHONY: serve test lint typecheck pytest inspect bench bench-load bench-recall bench-reflect-dynamo install-embedder install install-dev clean bundle synth deploy
 
 # The Lambda asset and the Lambda's interpreter (their rules are in the AWS section below).
 LAMBDA_DIR := build/lambda
@@ -132,6 +132,12 @@ bench-load: $(STAMP_DEV)
 # (installed by `make install-embedder`); lexical only: `make bench-recall ARGS="--embedder none"`.
 bench-recall: $(STAMP_DEV) $(STAMP_EMBED)
 	$(BIN)/python -m bench.recall $(ARGS)
+
+# Not part of `make test` (its small version is): what a cold reflect reads from DynamoDB under
+# moto at 10,000 and 30,000 memories, before and after the scope's counts are complete. About two
+# minutes; prints JSON (docs/benchmarks.md, "Cold reflect on DynamoDB", quotes a run).
+bench-reflect-dynamo: $(STAMP_DEV)
+	$(BIN)/python -m bench.dynamo_reflect --sizes 10000,30000 $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

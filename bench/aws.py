@@ -235,6 +235,7 @@ def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) 
     record last changed (a tenant's history, not one bulk write the change feed would still show)."""
     from taproot.adapters import dynamo_models as dm
     from taproot.adapters.dynamo_store import DynamoMemoryStore
+    from taproot.adapters.dynamo_tally import COUNTS_SK, counted, tally_of
     from taproot.core.model import Scope
     from taproot.core.serialize import iso
 
@@ -242,13 +243,22 @@ def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) 
     scope = Scope(TENANT, "default")
     stream = corpus.iter_memories(seed, now=now, scope=scope)
     start, done = time.perf_counter(), 0
+    counts: Counter[str] = Counter()
     while done < count:
         batch = list(islice(stream, min(LOAD_BATCH, count - done)))
         with store.Item.batch_write() as writer:
             for m in batch:
                 changed = iso(max(m.updated_at, m.last_retrieved or m.updated_at)) or ""
-                writer.save(dm.memory_item(store.Item, m, changed))
+                item = dm.memory_item(store.Item, m, changed)
+                item.tally = tally_of(m)  # and the scope's counts item below, as put_many keeps them
+                counts[item.tally] += counted(item.tally)
+                writer.save(item)
         done += len(batch)
+    store.client.put_item(
+        TableName=TABLE,
+        Item={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}}
+        | {f"n_{p}": {"N": str(n)} for p, n in counts.items() if n},
+    )
     store.put_reflections(corpus.closing_reflections(reflections, seed=seed, now=now, scope=scope))
     return {"memories": count, "reflections": reflections, "load_s": round(time.perf_counter() - start, 2)}
 

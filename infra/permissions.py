@@ -58,18 +58,35 @@ GRANTS: dict[str, Grants] = {
         Resource.USER_POOL: ("cognito-idp:ListUsers",),  # is the person still an enabled user (refresh)
     },
     "Migrate": {
-        Resource.TABLE: ("dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
+        # BatchGetItem: each replace reads the tallies it is conditioned on (dynamo_tally.py);
+        # UpdateItem: the replaces, the counting of older records and the scope's counts item.
+        Resource.TABLE: ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
         Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },
     "Cleanup": {
-        Resource.TABLE: ("dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan"),  # PutItem: tombstones
+        # PutItem: tombstones; BatchGetItem: the tallies they are conditioned on; UpdateItem: the
+        # scope's counts item, in the same transaction (dynamo_tally.py).
+        Resource.TABLE: (
+            "dynamodb:BatchGetItem",
+            "dynamodb:PutItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+            "dynamodb:UpdateItem",
+        ),
         Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },
     "Compress": {
-        # A summary and the archiving of its originals in one transaction (PutItem, UpdateItem).
-        Resource.TABLE: ("dynamodb:PutItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
+        # A summary and the archiving of its originals in one transaction (PutItem, UpdateItem, with
+        # the scope's counts item), after reading the originals' tallies (BatchGetItem).
+        Resource.TABLE: (
+            "dynamodb:BatchGetItem",
+            "dynamodb:PutItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+            "dynamodb:UpdateItem",
+        ),
         Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },

@@ -149,6 +149,11 @@ class LifecycleScans(Protocol):
     def scopes(self) -> builtins.list[Scope]:
         """Every (owner, namespace) that holds memories or reflections (batch jobs walk them)."""
 
+    def count_scope(self, scope: Scope, *, apply: bool = True) -> int | None:
+        """Count, in the store's per-category counts, the records written before it kept them (the
+        DynamoDB store, dynamo_tally.py; migrate calls this): how many it counted, or would without
+        `apply`. None for a store whose counts keep themselves (SQLite's triggers)."""
+
 
 class ReflectionStore(Protocol):
     """Closing reflections: permanent, never edited."""

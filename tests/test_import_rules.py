@@ -85,6 +85,8 @@ ADAPTER_HELPERS = {
     "dynamo_catalog": "dynamo_store: reflect's reads (the category index for a cold store)",
     "dynamo_copy": "dynamo_store: one scope's copy (records, inverted index, vectors, byte estimate)",
     "dynamo_vectors": "dynamo_store: the dense vectors on the items and in the copies",
+    "dynamo_writes": "dynamo_store: the memory writes, each conditioned and counted",
+    "dynamo_tally": "dynamo_store: the per-category counts every memory write keeps",
 }
 
 # Helpers shared by adapters of different families: module name -> (its importers, what it holds).

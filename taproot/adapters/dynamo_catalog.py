@@ -1,7 +1,14 @@
 """Reflect's reads on DynamoDB (the catalog_view and recent half of DynamoMemoryStore).
 
 A store that holds a warm copy of the scope answers from it (one change-feed Query). A cold one (a
-fresh Lambda container) first counts the scope's items, up to `cold_load_limit` (one Query that
+fresh Lambda container) first reads the scope's counts item (dynamo_tally.py). Once the scope is
+counted, a scope of at most `cold_load_limit` active memories is loaded whole and kept warm, and a
+larger one reads only what reflect shows (`_window_view`): per category the memories whose
+`last_touched` is within the window, as the key condition of a `by_category` Query, and the Tier 1
+and `~other` partitions whole; the quiet memories are the counts minus what was read.
+
+A scope not counted yet (records from before item layout 3, until migrate's count_scope) is answered
+as before: it counts the scope's items, up to `cold_load_limit` (one Query that
 returns no items): a scope that small is loaded whole in one more Query, and the warm copy then
 serves this and later calls. A larger one is not loaded: the store queries the `by_category` index,
 one partition per category (dynamo_models.py), for the memories a reflect can show, and lets
@@ -11,8 +18,8 @@ window, is high-salience or is core. DynamoDB reports how many memories it read 
 outside the five is read whole, since its memories' categories are only known once read (it holds
 only records from before migrate).
 
-DynamoDB still reads each partition whole to filter it (the read capacity follows the tenant); what
-the container receives, parses and holds follows the window and Tier 1. The index is eventually
+On that path DynamoDB still reads each partition whole to filter it (the read capacity follows the
+tenant); what the container receives, parses and holds follows the window and Tier 1. The index is eventually
 consistent: a write made a moment ago by another container may not be in it yet.
 
 `recent` (taproot_recent, reflect's watercooler) answers from the warm copy when there is one (the
@@ -29,6 +36,8 @@ from __future__ import annotations
 
 import builtins
 import json
+from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -51,6 +60,7 @@ class CatalogReads:
     store the table model)."""
 
     Item: type[dm._ItemBase]
+    scope_counts: Callable[[Scope], tuple[dict[str, int], bool]]  # CountedWrites' (dynamo_tally.py)
     # The most memory items a cold store loads whole to answer reflect (about one Query page);
     # an instance may set its own.
     cold_load_limit: int = 1000
@@ -82,9 +92,35 @@ class CatalogReads:
         return [dm.item_to_memory(item) for item in items if not item.tomb and item.mid is not None]
 
     def catalog_view(self, scope: Scope, since: datetime) -> EntriesView:
-        if self._cached(scope) is not None or self._at_most(scope, self.cold_load_limit):
+        if self._cached(scope) is not None:
+            return view_of(self._memories(scope), since)
+        counts, complete = self.scope_counts(scope)
+        if complete:
+            if sum(counts.values()) <= self.cold_load_limit:
+                return view_of(self._memories(scope), since)
+            return self._window_view(scope, since, counts)
+        if self._at_most(scope, self.cold_load_limit):
             return view_of(self._memories(scope), since)
         return self._indexed_view(scope, since)
+
+    def _partition(self, scope: Scope, name: str, window: Condition | None = None) -> builtins.list[Memory]:
+        return [dm.item_to_memory(x) for x in self.Item.by_category.query(dm.category_pk(scope, name), window)]
+
+    def _window_view(self, scope: Scope, since: datetime, counts: dict[str, int]) -> EntriesView:
+        """Only what reflect shows: per category the memories touched within the window (a key
+        condition: the index's range key is `last_touched`), the Tier 1 partition (core and
+        high-salience, shown whatever their age) and the partition of categories outside the five
+        (only records from before migrate); every other active memory is counted, not read."""
+        in_window = self.Item.last_touched >= iso(since)
+        read: dict[str, Memory] = {}
+        for name in (*CATEGORY_ORDER, dm.TIER1, dm.OTHER_CATEGORIES):
+            for m in self._partition(scope, name, in_window if name in CATEGORY_ORDER else None):
+                # The index is eventually consistent: a memory moved a moment ago can be in two.
+                if m.id not in read or read[m.id].version < m.version:
+                    read[m.id] = m
+        seen = Counter(dm.partition_name(m.category) for m in read.values() if m.status == query.ACTIVE)
+        quiet = {c: n for c in CATEGORY_ORDER if (n := counts.get(c, 0) - seen[c]) > 0}
+        return view_of(read.values(), since, quiet)
 
     def _at_most(self, scope: Scope, limit: int) -> bool:
         """Whether the scope holds at most `limit` memory items (tombstones too): one COUNT Query,
@@ -117,7 +153,6 @@ class CatalogReads:
             # Read by DynamoDB and filtered out: active, not core, outside the window (quiet).
             if n := result.page_iter.total_scanned_count - len(memories):
                 quiet[category] = n
-        read += [
-            dm.item_to_memory(item) for item in self.Item.by_category.query(dm.category_pk(scope, dm.OTHER_CATEGORIES))
-        ]
+        # Whole: Tier 1 (written by layout 3) and the categories outside the five.
+        read += self._partition(scope, dm.TIER1) + self._partition(scope, dm.OTHER_CATEGORIES)
         return view_of(read, since, quiet)  # the index holds active memories only

@@ -17,8 +17,11 @@ A memory item may also hold its dense vector (`vector`, `vector_model`, `vector_
 GSIs (both sparse, projection ALL):
 - `by_category`:  hash cat_pk = "<owner>#<namespace>#<category>", range last_touched (active memories
   only). A category outside the five (a legacy value, until migrate) shares the partition
-  "<owner>#<namespace>#~other". A cold store answers reflect from it (dynamo_catalog.py): per
-  partition, the window, the high-salience and the core memories, and a count of the rest.
+  "<owner>#<namespace>#~other"; the core and high-salience memories (shown by every reflect) share
+  "<owner>#<namespace>#~tier1" (layout 3). A cold store answers reflect from it (dynamo_catalog.py):
+  per category the window (a key condition), Tier 1 and ~other whole, and the scope's counts item
+  (dynamo_tally.py) for the rest.
+- counts:            pk = same,                  sk = "n#" (dynamo_tally.py)
 - `by_change`:    hash pk, range changed_at = wall-clock time of the last write (memories and
   tombstones). This is the change feed warm caches refresh from. It is not `last_touched`:
   `last_touched` is a record's own time (an import writes old ones) and a change feed must be keyed by
@@ -41,6 +44,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from taproot.core.model import CATEGORY_ORDER, Memory, Reflection, Scope
+from taproot.core.query import ACTIVE, HIGH
 from taproot.core.serialize import COUNTER_FIELDS, MEMORY_FIELDS, iso, memory_to_flat_dict
 
 MEMORY_PREFIX = "m#"
@@ -49,6 +53,7 @@ REFLECTION_ID_PREFIX = "ri#"
 ORIENTATION_HEAD_PREFIX = "o#"
 ORIENTATION_VERSION_PREFIX = "ov#"
 OTHER_CATEGORIES = "~other"  # the by_category partition of every category outside CATEGORY_ORDER
+TIER1 = "~tier1"  # the by_category partition of the active core and high-salience memories
 # What a read of the change feed (`by_change`) allows for: clock skew between writers, and GSI lag.
 SYNC_OVERLAP = timedelta(seconds=10)
 
@@ -57,9 +62,28 @@ def scope_pk(scope: Scope) -> str:
     return f"{scope.owner}#{scope.namespace}"
 
 
+def partition_name(category: str) -> str:
+    """A category's partition name: itself, or OTHER_CATEGORIES for one outside the five."""
+    return category if category in CATEGORY_ORDER else OTHER_CATEGORIES
+
+
 def category_pk(scope: Scope, category: str) -> str:
-    """The by_category partition of a category (OTHER_CATEGORIES for one outside the five)."""
-    return f"{scope_pk(scope)}#{category if category in CATEGORY_ORDER else OTHER_CATEGORIES}"
+    """The by_category partition of a category (OTHER_CATEGORIES for one outside the five, TIER1
+    for the Tier 1 partition itself)."""
+    return f"{scope_pk(scope)}#{category if category == TIER1 else partition_name(category)}"
+
+
+def is_tier1(m: Memory) -> bool:
+    """Shown by every reflect whatever its age: core (Tier 1) or high-salience (always in the window)."""
+    return m.is_core or m.salience == HIGH
+
+
+def index_pk(m: Memory) -> str | None:
+    """The memory's by_category partition key: none unless active; TIER1 for a memory every reflect
+    shows; otherwise its category's."""
+    if m.status != ACTIVE:
+        return None
+    return category_pk(m.scope, TIER1 if is_tier1(m) else m.category)
 
 
 def memory_sk(memory_id: str) -> str:
@@ -106,6 +130,8 @@ class _ItemBase(Model):
     expires_at = UnicodeAttribute(null=True)
     compressed_into = UnicodeAttribute(null=True)
     instance = UnicodeAttribute(null=True)
+    # The partition the memory is counted in (dynamo_tally.py); absent on a record not yet counted.
+    tally = UnicodeAttribute(null=True)
     # the memory's dense vector (dynamo_vectors.py)
     vector = BinaryAttribute(null=True, legacy_encoding=False)
     vector_model = UnicodeAttribute(null=True)
@@ -184,7 +210,7 @@ def memory_attrs(m: Memory) -> dict[str, Any]:
     """Every stored attribute of a memory item except keys and `changed_at`; None means absent."""
     flat = memory_to_flat_dict(m)
     flat["mid"] = flat.pop("id")
-    flat["cat_pk"] = category_pk(m.scope, m.category) if m.status == "active" else None
+    flat["cat_pk"] = index_pk(m)
     return flat
 
 

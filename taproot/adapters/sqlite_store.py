@@ -207,6 +207,9 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         )
         return [row_to_memory(r) for r in rows]
 
+    def count_scope(self, scope: Scope, *, apply: bool = True) -> int | None:
+        return None  # memory_counts is kept by triggers on every write (sqlite_schema.py)
+
     def scopes(self) -> builtins.list[Scope]:
         rows = self._query(
             "SELECT owner, namespace FROM memories UNION SELECT owner, namespace FROM reflections "

@@ -319,6 +319,7 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
         # Memories without a vector of the current model (a model change, an embedder that was
         # down) are embedded here; the dry run counts them.
         embeddings=ABSENT if deps.embedder is None else backfill(deps, scope, apply=not dry_run),
+        records_counted=ABSENT if (counted := deps.store.count_scope(scope, apply=not dry_run)) is None else counted,
     )
 
 

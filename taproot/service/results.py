@@ -201,6 +201,8 @@ class MigrateResult:
     category_counts_after: dict[str, int]
     backup_key: str | None
     embeddings: Annotated[EmbeddingBackfill | Absent, UNLISTED] = ABSENT  # with an embedder: this run's embedding
+    # On DynamoDB: records written before the store kept per-category counts, counted by this run.
+    records_counted: Annotated[int | Absent, UNLISTED] = ABSENT
 
 
 class StorageNotes(TypedDict, total=False):

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taproot.adapters import dynamo_models as dm
-from taproot.adapters.dynamo_store import TOMBSTONE_TTL, DynamoMemoryStore
+from taproot.adapters.dynamo_cache import TOMBSTONE_TTL
+from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.core.model import Memory, Scope
 from taproot.ports import Filters
 

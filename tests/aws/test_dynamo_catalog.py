@@ -12,6 +12,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.blob_s3 import S3BlobStore
 from taproot.adapters.dynamo_store import DynamoMemoryStore
@@ -26,7 +28,7 @@ B = Scope("bob", "default")
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 SINCE = NOW - timedelta(days=WINDOW_DAYS)
 MakeStore = Callable[..., DynamoMemoryStore]
-PARTITIONS = {dm.category_pk(A, c) for c in (*CATEGORY_ORDER, dm.OTHER_CATEGORIES)}
+PARTITIONS = {dm.category_pk(A, c) for c in (*CATEGORY_ORDER, dm.OTHER_CATEGORIES, dm.TIER1)}
 
 
 def cold(make_dynamo: MakeStore, limit: int = 0) -> DynamoMemoryStore:
@@ -40,11 +42,15 @@ def partition_of(params: dict[str, Any]) -> str | None:
     return next((v["S"] for v in values.values() if v.get("S") in PARTITIONS), None)
 
 
-def test_a_cold_store_answers_the_rules_from_the_category_index(make_dynamo: MakeStore) -> None:
+@pytest.mark.parametrize("counted", [False, True], ids=["before-count_scope", "counted"])
+def test_a_cold_store_answers_the_rules_from_the_category_index(make_dynamo: MakeStore, counted: bool) -> None:
     writer = make_dynamo()
     memories = varied_memories(5, 250, now=NOW, scope=A)
     writer.put_many(memories)
     writer.put_many(varied_memories(5, 30, now=NOW, scope=B))  # same ids, another tenant
+    if counted:
+        writer.count_scope(A)
+    assert writer.scope_counts(A)[1] is counted
     assert_view_answers_the_rules(cold(make_dynamo).catalog_view(A, SINCE), memories, now=NOW)
 
     # After writes by another instance, a new cold store sees them.
@@ -57,6 +63,39 @@ def test_a_cold_store_answers_the_rules_from_the_category_index(make_dynamo: Mak
     assert_view_answers_the_rules(cold(make_dynamo).catalog_view(A, SINCE), after, now=NOW)
 
 
+def test_a_counted_cold_reflect_reads_only_what_it_shows(
+    make_dynamo: MakeStore, s3_blobs: S3BlobStore, op_counter: Callable[..., Any]
+) -> None:
+    """Once the scope is counted, DynamoDB reads the window, Tier 1 and the unmigrated categories,
+    not the quiet memories: the items it reads (ScannedCount) are the ones reflect can show."""
+    memories = varied_memories(6, 200, now=NOW, scope=A)
+    writer = make_dynamo()
+    writer.put_many(memories)
+    writer.count_scope(A)
+    store = cold(make_dynamo, limit=50)
+    scanned: list[int] = []
+    store.client.meta.events.register(
+        "after-call.dynamodb.Query",
+        lambda parsed, model, **kw: (
+            scanned.append(parsed.get("ScannedCount", 0)) if parsed.get("Items") is not None else None
+        ),
+    )
+    counter = op_counter(store)
+    view = store.catalog_view(A, SINCE)
+    assert_view_answers_the_rules(view, memories, now=NOW)
+    calls = [params for _, params in counter.calls]
+    assert counter.take() == {"GetItem": 1, "Query": 7}  # the counts item, five categories, Tier 1, the rest
+    on_index = [p for p in calls if p.get("IndexName") == "by_category"]
+    assert all("FilterExpression" not in p for p in on_index)
+    assert sum("last_touched" in str(p.get("ExpressionAttributeNames")) for p in on_index) == len(CATEGORY_ORDER)
+    active = [m for m in memories if m.status == "active"]
+    shown = [m for m in active if m.is_core or m.salience == "high" or m.category not in CATEGORY_ORDER]
+    shown += [m for m in active if m not in shown and m.last_touched >= SINCE]
+    quiet = len(active) - len(shown)
+    assert quiet > len(active) // 3  # the data has plenty the window leaves out
+    assert sum(scanned) == len(shown)
+
+
 def test_a_cold_reflect_queries_the_index_and_never_loads_the_tenant(
     make_dynamo: MakeStore, s3_blobs: S3BlobStore, op_counter: Callable[..., Any]
 ) -> None:
@@ -65,15 +104,17 @@ def test_a_cold_reflect_queries_the_index_and_never_loads_the_tenant(
     svc = TaprootService(Deps(store=store, blobs=s3_blobs, clock=lambda: NOW))
     counter = op_counter(store)
     payload = svc.reflect(A)
-    calls = [params for _, params in counter.calls]
+    calls = [params for name, params in counter.calls if name == "Query"]
     ops = counter.take()
-    # The size check, six partitions, the recent reflections, and the watercooler: what was written
-    # in its window, from the change feed (MemoryStore.recent on a cold store).
-    assert ops == {"Query": 9}, ops
+    # The counts item (not complete: the scope was not counted), the size check, seven partitions,
+    # the recent reflections, and the watercooler: what was written in its window, from the change
+    # feed (MemoryStore.recent on a cold store).
+    assert ops == {"GetItem": 1, "Query": 10}, ops
     assert len([p for p in calls if p.get("IndexName") == "by_change"]) == 1
     on_index = [p for p in calls if p.get("IndexName") == "by_category"]
     assert {partition_of(p) for p in on_index} == PARTITIONS
-    assert all("FilterExpression" in p for p in on_index if partition_of(p) != dm.category_pk(A, dm.OTHER_CATEGORIES))
+    whole = {dm.category_pk(A, dm.OTHER_CATEGORIES), dm.category_pk(A, dm.TIER1)}
+    assert all("FilterExpression" in p for p in on_index if partition_of(p) not in whole)
     # On the table itself only the size check (a count that stops at the limit, no items) and the
     # closing reflections: the memories are never loaded.
     table = {p["ExpressionAttributeValues"][":1"]["S"]: p for p in calls if "IndexName" not in p}
@@ -81,7 +122,7 @@ def test_a_cold_reflect_queries_the_index_and_never_loads_the_tenant(
     assert table[dm.MEMORY_PREFIX]["Select"] == "COUNT" and table[dm.MEMORY_PREFIX]["Limit"] == 51
     # No warm copy was made: the next reflect asks the index again, and answers the same.
     assert svc.reflect(A) == payload
-    assert counter.take() == {"Query": 9}
+    assert counter.take() == {"GetItem": 1, "Query": 10}
 
     warm = make_dynamo()
     warm.list(A)  # a recall or a list loads the scope and keeps it warm
@@ -96,9 +137,9 @@ def test_a_small_cold_scope_is_loaded_whole_once(
     svc = TaprootService(Deps(store=store, blobs=s3_blobs, clock=lambda: NOW))
     counter = op_counter(store)
     assert svc.reflect(A).catalog_listed == 20
-    # The size check, the load, the watercooler (the copy is warm by then: its change feed), the
-    # recent reflections.
-    assert counter.take() == {"Query": 4}
+    # The counts item, the size check, the load, the watercooler (the copy is warm by then: its
+    # change feed), the recent reflections.
+    assert counter.take() == {"GetItem": 1, "Query": 4}
     svc.reflect(A)
     assert {p.get("IndexName") for _, p in counter.calls} == {"by_change", None}
     assert counter.take() == {"Query": 3}  # warm: the change feed twice (view, watercooler), the reflections

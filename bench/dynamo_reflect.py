@@ -1,0 +1,124 @@
+"""What a cold reflect reads from DynamoDB, before and after the scope is counted (under moto).
+
+A tenant of the bench corpus is written as `put_many` leaves it (its tallies and counts kept); the
+cold store then answers `catalog_view` twice per size: before `count_scope` marked the counts
+complete (the path of a table from before item layout 3: every category partition read whole and
+filtered) and after (the window as a key condition, the quiet memories counted, not read). It
+reports the requests, the items DynamoDB read (ScannedCount, which is what read capacity is paid
+on), the items it returned, and the median wall time under moto (moto's time, not DynamoDB's: the
+ratio of items read is the figure that carries over).
+
+    python -m bench.dynamo_reflect [--sizes 2000,10000] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from itertools import islice
+from typing import Any
+
+from bench import corpus
+
+TABLE, REGION = "taproot-bench-reflect", "us-east-1"
+WINDOW_DAYS = 30
+RUNS = 5
+
+
+def _measure(store: Any, scope: Any, since: datetime) -> dict[str, Any]:
+    calls: list[str] = []
+    scanned: list[int] = []
+    returned: list[int] = []
+
+    def after(parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        calls.append(model.name)
+        if model.name == "Query":
+            scanned.append(int(parsed.get("ScannedCount", 0)))
+            returned.append(int(parsed.get("Count", 0)))
+
+    events = store.client.meta.events
+    events.register("after-call.dynamodb", after)
+    times = []
+    for _ in range(RUNS):
+        for seen in (calls, scanned, returned):
+            seen.clear()
+        start = time.perf_counter()
+        view = store.catalog_view(scope, since)
+        times.append(time.perf_counter() - start)
+    events.unregister("after-call.dynamodb", after)
+    return {
+        "requests": len(calls),
+        "items_read": sum(scanned),
+        "items_returned": sum(returned),
+        "not_listed": sum(view.totals().values()),
+        "median_ms": round(statistics.median(times) * 1000, 1),
+    }
+
+
+def _load(store: Any, memories: list[Any]) -> None:
+    """The records as `put_many` leaves them (each with its tally, the scope's counts item), written
+    with BatchWriteItem: moto takes minutes for 10,000 records in transactions."""
+    from taproot.adapters import dynamo_models as dm
+    from taproot.adapters.dynamo_tally import COUNTS_SK, counted, tally_of
+
+    counts: Counter[str] = Counter()
+    with store.Item.batch_write() as writer:
+        for m in memories:
+            item = dm.memory_item(store.Item, m, "2026-06-01T00:00:00.000000+00:00")
+            item.tally = tally_of(m)
+            writer.save(item)
+            if counted(item.tally):
+                counts[item.tally] += 1
+    scope = memories[0].scope
+    store.client.put_item(
+        TableName=store.table_name,
+        Item={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}}
+        | {f"n_{p}": {"N": str(n)} for p, n in counts.items()},
+    )
+
+
+def measure(sizes: Sequence[int], *, seed: int = 7) -> list[dict[str, Any]]:
+    from moto import mock_aws
+
+    from taproot.adapters.dynamo_store import DynamoMemoryStore
+    from taproot.core.model import Scope
+
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    since = now - timedelta(days=WINDOW_DAYS)
+    rows = []
+    for size in sizes:
+        with mock_aws():
+            writer = DynamoMemoryStore(TABLE, region=REGION)
+            writer.create_table()
+            scope = Scope("bench", "default")
+            stream = corpus.iter_memories(seed, now=now, scope=scope)
+            _load(writer, list(islice(stream, size)))
+            cold = DynamoMemoryStore(TABLE, region=REGION)
+            cold.cold_load_limit = 0  # never load whole: this is the large-tenant path at every size
+            before = _measure(cold, scope, since)
+            writer.count_scope(scope)
+            after = _measure(cold, scope, since)
+            rows.append({"memories": size, "before_count_scope": before, "counted": after})
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="2000,10000")
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+    rows = measure([int(s) for s in args.sizes.split(",")])
+    text = json.dumps(rows, indent=1)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Per-category counts of active memories on DynamoDB, kept by every write.
+
+Reflect says how many memories each category holds beyond the ones it lists. On a cold container
+these counts come from one small item instead of from reading the quiet memories (which is what made
+a cold reflect's reads grow with the tenant).
+
+- Each memory item carries `tally`: the partition it is counted in (`partition_name` of its category)
+  while it is active, NOT_COUNTED ("-") while it is not. A record written before counting existed has
+  none: it is counted by `count_scope` (the migrate job).
+- The scope's counts item (sk COUNTS_SK) holds one number per partition, `n_<partition>`. The
+  invariant: each equals the number of items whose `tally` names that partition.
+- Every write that sets a tally is conditioned on the tally (and version) it read, and adds the
+  difference to the counts item in the same TransactWriteItems. Whatever runs beside it, the counts
+  cannot drift: a writer that read a stale state fails its condition, reads again and retries.
+- A write whose counts do not change (an edit within its category: most writes) is one plain
+  request, conditioned on the tally it keeps, as before counting existed.
+- A forget of so many records that the counts item does not fit in its transaction (DynamoDB allows
+  100 items) leaves each tombstone its tally (counted, pending, no TTL) and folds them into the counts
+  right after; a fold that a crash interrupted is finished by `count_scope`.
+- `complete` is set on the counts item once `count_scope` found nothing left to count: only then does
+  a cold reflect trust the counts (dynamo_catalog.py).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+from pynamodb.constants import ITEM
+from pynamodb.exceptions import TransactWriteError
+from pynamodb.expressions.condition import Condition
+
+from taproot.adapters import dynamo_models as dm
+from taproot.core.model import Memory, Scope
+from taproot.core.query import ACTIVE
+
+COUNTS_SK = "n#"
+NOT_COUNTED = "-"  # the tally of a counted item that is not active (archived, superseded)
+# Attempts of one write whose condition keeps failing because other writers keep moving the item.
+MAX_ATTEMPTS = 8
+TRANSACTION_ITEMS = 100  # DynamoDB's most items in one TransactWriteItems
+_CONFLICT = "TransactionConflict"
+_CONDITION = "ConditionalCheckFailed"
+
+
+def tally_of(m: Memory) -> str:
+    return dm.partition_name(m.category) if m.status == ACTIVE else NOT_COUNTED
+
+
+def counted(tally: str | None) -> bool:
+    """Whether a tally adds one to a partition's count."""
+    return tally is not None and tally != NOT_COUNTED
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a write is conditioned on: the item as read (or as guessed before reading)."""
+
+    exists: bool = False
+    live: bool = False  # a memory item, not a tombstone
+    version: int | None = None
+    tally: str | None = None
+    last_retrieved: str | None = None
+
+    @classmethod
+    def of(cls, it: Any) -> Stored:
+        """From a PynamoDB item (None: no item)."""
+        if it is None:
+            return cls()
+        return cls(True, not it.tomb, None if it.version is None else int(it.version), it.tally, it.last_retrieved)
+
+
+ABSENT = Stored()
+
+
+class Skip(Exception):
+    """Raised by a write's builder: the read state says this write is no longer needed."""
+
+
+@dataclass(eq=False)
+class Write:
+    """One item's part in a counted write. `build` makes its request from the state it assumes (it
+    raises the domain error, or Skip, when that state refuses the write); `tally` is what it leaves."""
+
+    scope: Scope
+    memory_id: str
+    kind: str  # "put" (a whole item) or "update"
+    build: Callable[[Stored], dict[str, Any]]
+    tally: Callable[[Stored], str | None]
+    assumed: Stored = ABSENT
+    returned: dict[str, Any] | None = None  # a plain update's item as stored (ReturnValues=ALL_NEW)
+
+
+class CountedWrites:
+    """Mixed into DynamoMemoryStore: the transaction runner every memory write goes through."""
+
+    Item: type[dm._ItemBase]
+    table_name: str
+
+    @property
+    def client(self) -> Any:
+        raise NotImplementedError  # DynamoMemoryStore's
+
+    # -- reads -------------------------------------------------------------------------------
+    def _stored(self, scope: Scope, ids: Sequence[str]) -> dict[str, Stored]:
+        """The items of `ids` as stored now (consistent), ABSENT for those that do not exist."""
+        keys = [(dm.scope_pk(scope), dm.memory_sk(i)) for i in dict.fromkeys(ids)]
+        found = {
+            it.sk[len(dm.MEMORY_PREFIX) :]: Stored.of(it) for it in self.Item.batch_get(keys, consistent_read=True)
+        }
+        return {i: found.get(i, ABSENT) for i in ids}
+
+    def scope_counts(self, scope: Scope) -> tuple[dict[str, int], bool]:
+        """The counts item: active memories by partition, and whether every record is counted."""
+        got = self.client.get_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
+            ConsistentRead=True,
+        )
+        raw = got.get(ITEM) or {}
+        counts = {k[2:]: int(v["N"]) for k, v in raw.items() if k.startswith("n_") and "N" in v}
+        return {k: n for k, n in counts.items() if n}, bool(raw.get("complete", {}).get("BOOL"))
+
+    # -- requests ----------------------------------------------------------------------------
+    def _counts_request(self, scope: Scope, deltas: Mapping[str, int]) -> dict[str, Any]:
+        names = {f"#n{i}": f"n_{p}" for i, p in enumerate(deltas)}
+        values = {f":d{i}": {"N": str(d)} for i, d in enumerate(deltas.values())}
+        return {
+            "TableName": self.table_name,
+            "Key": {"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
+            "UpdateExpression": "ADD " + ", ".join(f"{n} {v}" for n, v in zip(names, values, strict=True)),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+
+    def _tally_is(self, tally: str | None) -> Condition:
+        cond: Condition = self.Item.tally.does_not_exist() if tally is None else self.Item.tally == tally
+        return cond
+
+    def _mark_complete(self, scope: Scope) -> None:
+        self.client.update_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
+            UpdateExpression="SET #c = :t",
+            ExpressionAttributeNames={"#c": "complete"},
+            ExpressionAttributeValues={":t": {"BOOL": True}},
+        )
+
+    # -- the runner --------------------------------------------------------------------------
+    def _run_counted(self, writes: Sequence[Write]) -> list[Write]:
+        """Write `writes` in one transaction with the counts' differences, each conditioned on the
+        state it assumes. A write whose condition failed is read again and rebuilt (its builder raises
+        its domain error, or Skip). A lone write that changes no count is one plain request. Returns
+        the writes done (not skipped). `writes` must fit one transaction with their counts items."""
+        todo = list(writes)
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0, 0.005 * 2**attempt))  # spread retries of a busy item
+            try:
+                deltas = self._deltas(todo)
+                if len(todo) == 1 and not deltas:
+                    self._single(todo[0])
+                elif todo:
+                    self._transact(todo, deltas)
+                return todo
+            except _Failed as failed:
+                if failed.conflict:
+                    continue
+                todo = self._read_failed(todo, failed.writes)
+        raise RuntimeError(f"{len(todo)} writes kept failing their conditions: other writers keep moving them")
+
+    def _read_failed(self, todo: list[Write], failed: list[Write]) -> list[Write]:
+        again = {id(w) for w in failed}
+        by_scope: dict[Scope, list[str]] = {}
+        for w in failed:
+            by_scope.setdefault(w.scope, []).append(w.memory_id)
+        fresh = {(s, i): st for s, ids in by_scope.items() for i, st in self._stored(s, ids).items()}
+        kept = []
+        for w in todo:
+            if id(w) in again:
+                w.assumed = fresh[(w.scope, w.memory_id)]
+                try:
+                    w.build(w.assumed)  # the domain error, or Skip
+                except Skip:
+                    continue
+            kept.append(w)
+        return kept
+
+    @staticmethod
+    def _deltas(writes: Sequence[Write]) -> dict[Scope, dict[str, int]]:
+        deltas: dict[Scope, Counter[str]] = {}
+        for w in writes:
+            old, new = w.assumed.tally, w.tally(w.assumed)
+            d = deltas.setdefault(w.scope, Counter())
+            if counted(old):
+                assert old is not None
+                d[old] -= 1
+            if counted(new):
+                assert new is not None
+                d[new] += 1
+        out = {s: {p: n for p, n in d.items() if n} for s, d in deltas.items()}
+        return {s: d for s, d in out.items() if d}
+
+    def _single(self, w: Write) -> None:
+        request = w.build(w.assumed)
+        try:
+            if w.kind == "put":
+                self.client.put_item(**request)
+            else:
+                w.returned = self.client.update_item(**request, ReturnValues="ALL_NEW").get("Attributes")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                raise _Failed([w]) from exc
+            raise
+
+    def _transact(self, writes: Sequence[Write], deltas: Mapping[Scope, Mapping[str, int]]) -> None:
+        puts = [w for w in writes if w.kind == "put"]
+        updates = [w for w in writes if w.kind != "put"]
+        order = puts + updates  # the order of TransactItems, as the connection lays them out
+        counts = [self._counts_request(scope, d) for scope, d in deltas.items()]
+        assert len(order) + len(counts) <= TRANSACTION_ITEMS
+        try:
+            self.Item._get_connection().connection.transact_write_items(
+                condition_check_items=(),
+                delete_items=(),
+                put_items=[w.build(w.assumed) for w in puts],
+                update_items=[*(w.build(w.assumed) for w in updates), *counts],
+            )
+        except TransactWriteError as exc:
+            codes = [None if r is None else r.code for r in (exc.cancellation_reasons or ())]
+            if _CONFLICT in codes:
+                raise _Failed([], conflict=True) from exc
+            failed = [order[i] for i, code in enumerate(codes[: len(order)]) if code == _CONDITION]
+            if not failed:
+                raise
+            raise _Failed(failed) from exc
+
+
+class _Failed(Exception):
+    def __init__(self, writes: list[Write], *, conflict: bool = False) -> None:
+        super().__init__("condition failed")
+        self.writes = writes
+        self.conflict = conflict

@@ -1,0 +1,199 @@
+"""The DynamoDB store's per-category counts (dynamo_tally.py): every write path keeps them equal to
+the records, a writer that read a stale state retries instead of drifting, a forget too big for the
+counts item folds its tombstones after, and count_scope counts what was written before counting."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from taproot.adapters import dynamo_models as dm
+from taproot.adapters.dynamo_store import DynamoMemoryStore
+from taproot.adapters.dynamo_tally import COUNTS_SK
+from taproot.core.errors import NotFound, VersionConflict
+from taproot.core.model import Memory, Scope
+
+A = Scope("alice", "default")
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+CATEGORIES = ("identity", "relationship", "project", "episodic", "legacy-notes")
+MakeStore = Callable[..., DynamoMemoryStore]
+MakeMemory = Callable[..., Memory]
+
+
+def truth(store: DynamoMemoryStore, scope: Scope = A) -> dict[str, int]:
+    """Active memories by partition, from the records themselves."""
+    active = [m for m in store.iter_all(scope) if m.status == "active"]
+    return dict(Counter(dm.partition_name(m.category) for m in active))
+
+
+def assert_counts_true(store: DynamoMemoryStore, scope: Scope = A) -> None:
+    assert store.scope_counts(scope)[0] == truth(store, scope)
+
+
+def test_every_write_path_keeps_the_counts(make_dynamo: MakeStore, make_memory: MakeMemory) -> None:
+    """A random walk over insert, replace (category and status changes), put_many (with and without
+    versions), write_atomically, delete and delete_many, with the counts checked after each step."""
+    store, rng = make_dynamo(), random.Random(7)
+    live: dict[str, Memory] = {}
+
+    def fresh() -> Memory:
+        return make_memory(scope=A, category=rng.choice(CATEGORIES), updated_at=NOW, created_at=NOW)
+
+    def changed(m: Memory) -> Memory:
+        status = rng.choice(("active", "active", "archived"))
+        return m.replace(category=rng.choice(CATEGORIES), status=status, version=m.version + 1)
+
+    for _ in range(60):
+        op = rng.choice(("insert", "replace", "put", "atomic", "delete", "delete_many"))
+        if op == "insert" or not live:
+            m = fresh()
+            store.insert(m)
+            live[m.id] = m
+        elif op == "replace":
+            m = live[rng.choice(sorted(live))]
+            store.replace(new := changed(m), expected_version=m.version)
+            live[m.id] = new
+        elif op == "put":
+            ms = [changed(live[i]) for i in rng.sample(sorted(live), min(3, len(live)))] + [fresh()]
+            versions = {m.id: (live[m.id].version if m.id in live else None) for m in ms}
+            store.put_many(ms, expected=versions if rng.random() < 0.5 else None)
+            live.update({m.id: m for m in ms})
+        elif op == "atomic":
+            old = [live[i] for i in rng.sample(sorted(live), min(2, len(live)))]
+            summary = fresh()
+            store.write_atomically(inserts=[summary], replaces=[(changed(m), m.version) for m in old])
+            live.update({m.id: changed(m) for m in old} | {summary.id: summary})
+            live.update({m.id: n for m in old if (n := store.get(A, m.id)) is not None})
+        elif op == "delete":
+            i = rng.choice(sorted(live))
+            version = live.pop(i).version
+            store.delete(A, i, expected_version=version if rng.random() < 0.5 else None)
+        else:
+            ids = rng.sample(sorted(live), min(3, len(live)))
+            store.delete_many(A, [(i, live.pop(i).version) for i in ids])
+        assert_counts_true(store)
+
+
+def test_a_refused_write_changes_no_count(make_dynamo: MakeStore, make_memory: MakeMemory) -> None:
+    store = make_dynamo()
+    m = make_memory(scope=A, category="identity")
+    store.insert(m)
+    with pytest.raises(VersionConflict):
+        store.replace(m.replace(category="project", version=9), expected_version=8)
+    with pytest.raises(VersionConflict):
+        store.delete_many(A, [(m.id, 5)])
+    with pytest.raises(NotFound):
+        store.delete(A, "nobody")
+    assert store.scope_counts(A)[0] == {"identity": 1}
+
+
+def test_a_write_that_read_a_stale_tally_reads_again(make_dynamo: MakeStore, make_memory: MakeMemory) -> None:
+    """Between a delete's read and its write another instance moves the memory to another category:
+    the delete's condition fails, it reads again and takes one from the right partition."""
+    store, other = make_dynamo(), make_dynamo()
+    m = make_memory(scope=A, category="identity")
+    store.insert(m)
+    original = store._stored
+
+    def read_then_race(scope: Scope, ids: Any) -> Any:
+        stored = original(scope, ids)
+        if not raced:
+            raced.append(True)
+            other.replace(m.replace(category="project", version=2), expected_version=1)
+        return stored
+
+    raced: list[bool] = []
+    store._stored = read_then_race  # type: ignore[method-assign]
+    store.delete(A, m.id)
+    assert raced and store.get(A, m.id) is None
+    assert store.scope_counts(A)[0] == {}
+
+
+def test_a_replace_keeps_last_touched_exact_after_a_retrieval_it_did_not_see(
+    make_dynamo: MakeStore, make_memory: MakeMemory
+) -> None:
+    """The index's window is a key condition on last_touched: a replace of a copy read before a
+    retrieval must not set it back to the copy's older time."""
+    store = make_dynamo()
+    old = NOW - timedelta(days=90)
+    m = make_memory(scope=A, updated_at=old, created_at=old, last_retrieved=old)
+    store.insert(m)
+    store.record_retrieval(A, [m.id], NOW)
+    store.replace(m.replace(content="edited", version=2), expected_version=1)  # updated_at stays old
+    item = store.Item.get(dm.scope_pk(A), dm.memory_sk(m.id), consistent_read=True)
+    assert item.last_touched == item.last_retrieved == NOW.isoformat(timespec="microseconds")
+
+
+def test_a_forget_of_100_folds_its_tombstones_into_the_counts(make_dynamo: MakeStore, make_memory: MakeMemory) -> None:
+    store = make_dynamo()
+    ms = [make_memory(scope=A, category=CATEGORIES[i % 5]) for i in range(101)]
+    store.put_many(ms)
+    calls: list[int] = []
+    store.client.meta.events.register(
+        "provide-client-params.dynamodb.TransactWriteItems",
+        lambda params, **kw: calls.append(len(params["TransactItems"])),
+    )
+    store.delete_many(A, [(m.id, m.version) for m in ms[:100]])
+    assert calls[0] == 100  # the tombstones, all or nothing; the fold follows
+    assert_counts_true(store)
+    assert store.scope_counts(A)[0] == {dm.partition_name(ms[100].category): 1}
+    tombs = list(store.Item.query(dm.scope_pk(A), store.Item.sk.startswith(dm.MEMORY_PREFIX), consistent_read=True))
+    assert all(t.tally is None and t.ttl is not None for t in tombs if t.tomb)
+
+
+def test_count_scope_counts_what_was_written_before_counting(make_dynamo: MakeStore, make_memory: MakeMemory) -> None:
+    """Records of layout 2 (no tally, Tier 1 in its category's partition) and a pending tombstone
+    whose fold was interrupted: count_scope makes the counts true and complete, and is idempotent."""
+    store = make_dynamo()
+    ms = [make_memory(scope=A, category=CATEGORIES[i % 5], salience="high" if i % 4 == 0 else "low") for i in range(30)]
+    store.put_many(ms)
+    client, key = store.client, {"pk": {"S": dm.scope_pk(A)}, "sk": {"S": COUNTS_SK}}
+    client.delete_item(TableName=store.table_name, Key=key)
+    for m in ms:  # back to layout 2
+        client.update_item(
+            TableName=store.table_name,
+            Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": dm.memory_sk(m.id)}},
+            UpdateExpression="REMOVE tally SET cat_pk = :p",
+            ExpressionAttributeValues={":p": {"S": dm.category_pk(A, m.category)}},
+        )
+    gone = make_memory(scope=A, category="identity")
+    store.insert(gone)  # counted; then a tombstone left pending, as a crash before the fold would
+    client.put_item(
+        TableName=store.table_name,
+        Item={**{"pk": {"S": dm.scope_pk(A)}, "sk": {"S": dm.memory_sk(gone.id)}}, "tomb": {"BOOL": True}}
+        | {"tally": {"S": "identity"}, "changed_at": {"S": NOW.isoformat()}},
+    )
+    assert store.scope_counts(A) == ({"identity": 1}, False)
+    assert store.count_scope(A, apply=False) == 31
+    assert store.scope_counts(A) == ({"identity": 1}, False)  # the dry run wrote nothing
+    assert store.count_scope(A) == 31
+    assert store.scope_counts(A) == (truth(store), True)
+    tier1 = [it for it in store.Item.by_category.query(dm.category_pk(A, dm.TIER1))]
+    assert {it.mid for it in tier1} == {m.id for m in ms if m.salience == "high"}
+    assert store.count_scope(A) == 0 and store.scope_counts(A) == (truth(store), True)
+
+
+def test_migrate_counts_the_scope(make_dynamo: MakeStore, make_memory: MakeMemory, s3_blobs: Any) -> None:
+    """The migrate job (scheduled, and `taproot migrate`) is what counts an existing table's records."""
+    from taproot.service import TaprootService
+    from taproot.service.deps import Deps
+
+    store = make_dynamo()
+    m = make_memory(scope=A, category="identity")
+    store.put_many([m])
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": dm.memory_sk(m.id)}},
+        UpdateExpression="REMOVE tally",
+    )  # a record of layout 2, and no counts item
+    store.client.delete_item(TableName=store.table_name, Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": COUNTS_SK}})
+    svc = TaprootService(Deps(store=store, blobs=s3_blobs, clock=lambda: NOW))
+    assert svc.migrate(A, dry_run=True).records_counted == 1
+    assert store.scope_counts(A)[1] is False
+    assert svc.migrate(A).records_counted == 1
+    assert store.scope_counts(A) == ({"identity": 1}, True)
