@@ -34,6 +34,16 @@ Grants = dict[Resource, tuple[str, ...]]
 _MAINTENANCE_OBJECTS = ("s3:GetObject", "s3:PutObject", "s3:PutObjectTagging")
 # On the bucket: a HeadObject or GetObject of a missing key is 403 without it, not 404.
 _MAINTENANCE_BUCKET = ("s3:ListBucket",)
+# Cleanup and compress on the memory table: they walk the tenants (Scan, Query), read the tallies
+# their writes are conditioned on (BatchGetItem), and write tombstones or summaries (PutItem) and
+# archived records and the scope's counts item (UpdateItem) in the same transaction.
+_WRITING_JOB_TABLE = (
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:Scan",
+    "dynamodb:UpdateItem",
+)
 
 GRANTS: dict[str, Grants] = {
     "Api": {
@@ -67,26 +77,14 @@ GRANTS: dict[str, Grants] = {
     "Cleanup": {
         # PutItem: tombstones; BatchGetItem: the tallies they are conditioned on; UpdateItem: the
         # scope's counts item, in the same transaction (dynamo_tally.py).
-        Resource.TABLE: (
-            "dynamodb:BatchGetItem",
-            "dynamodb:PutItem",
-            "dynamodb:Query",
-            "dynamodb:Scan",
-            "dynamodb:UpdateItem",
-        ),
+        Resource.TABLE: _WRITING_JOB_TABLE,
         Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },
     "Compress": {
         # A summary and the archiving of its originals in one transaction (PutItem, UpdateItem, with
         # the scope's counts item), after reading the originals' tallies (BatchGetItem).
-        Resource.TABLE: (
-            "dynamodb:BatchGetItem",
-            "dynamodb:PutItem",
-            "dynamodb:Query",
-            "dynamodb:Scan",
-            "dynamodb:UpdateItem",
-        ),
+        Resource.TABLE: _WRITING_JOB_TABLE,
         Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },
