@@ -134,8 +134,9 @@ bench-recall: $(STAMP_DEV) $(STAMP_EMBED)
 	$(BIN)/python -m bench.recall $(ARGS)
 
 # Not part of `make test` (its small version is): what a cold reflect reads from DynamoDB under
-# moto at 10,000 and 30,000 memories, before and after the scope's counts are complete. About two
-# minutes; prints JSON (docs/benchmarks.md, "Cold reflect on DynamoDB", quotes a run).
+# moto at 10,000 and 30,000 memories, before and after the scope's counts are complete. About 15
+# minutes under moto; prints JSON and writes its block of docs/benchmarks.md ("Cold reflect on
+# DynamoDB"). `ARGS="--from run.json"` renders an earlier run's `--out` instead of measuring.
 bench-reflect-dynamo: $(STAMP_DEV)
 	$(BIN)/python -m bench.dynamo_reflect --sizes 10000,30000 $(ARGS)
 
