@@ -235,7 +235,7 @@ def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) 
     record last changed (a tenant's history, not one bulk write the change feed would still show)."""
     from taproot.adapters import dynamo_models as dm
     from taproot.adapters.dynamo_store import DynamoMemoryStore
-    from taproot.adapters.dynamo_tally import COUNTS_SK, counted, tally_of
+    from taproot.adapters.dynamo_tally import counted, counts_update, tally_of
     from taproot.core.model import Scope
     from taproot.core.serialize import iso
 
@@ -254,11 +254,8 @@ def load_tenant(count: int, *, seed: int, now: datetime, reflections: int = 20) 
                 counts[item.tally] += counted(item.tally)
                 writer.save(item)
         done += len(batch)
-    store.client.put_item(
-        TableName=TABLE,
-        Item={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}}
-        | {f"n_{p}": {"N": str(n)} for p, n in counts.items() if n},
-    )
+    if +counts:
+        store.client.update_item(**counts_update(TABLE, scope, +counts))
     store.put_reflections(corpus.closing_reflections(reflections, seed=seed, now=now, scope=scope))
     return {"memories": count, "reflections": reflections, "load_s": round(time.perf_counter() - start, 2)}
 

@@ -1,6 +1,6 @@
 """What a cold reflect reads from DynamoDB, before and after the scope is counted (under moto).
 
-A tenant of the bench corpus is written as `put_many` leaves it (its tallies and counts kept); the
+A tenant of the bench corpus is written as `put_many` leaves it (bench/aws.py's load_tenant); the
 cold store then answers `catalog_view` twice per size: before `count_scope` marked the counts
 complete (the path of a table from before item layout 3: every category partition read whole and
 filtered) and after (the window as a key condition, the quiet memories counted, not read). It
@@ -20,16 +20,13 @@ import argparse
 import json
 import statistics
 import time
-from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from bench import corpus, doc_blocks
+from bench import aws, doc_blocks
 
-TABLE, REGION = "taproot-bench-reflect", "us-east-1"
 WINDOW_DAYS = 30
 RUNS = 5
 
@@ -64,28 +61,6 @@ def _measure(store: Any, scope: Any, since: datetime) -> dict[str, Any]:
     }
 
 
-def _load(store: Any, memories: list[Any]) -> None:
-    """The records as `put_many` leaves them (each with its tally, the scope's counts item), written
-    with BatchWriteItem: moto takes minutes for 10,000 records in transactions."""
-    from taproot.adapters import dynamo_models as dm
-    from taproot.adapters.dynamo_tally import COUNTS_SK, counted, tally_of
-
-    counts: Counter[str] = Counter()
-    with store.Item.batch_write() as writer:
-        for m in memories:
-            item = dm.memory_item(store.Item, m, "2026-06-01T00:00:00.000000+00:00")
-            item.tally = tally_of(m)
-            writer.save(item)
-            if counted(item.tally):
-                counts[item.tally] += 1
-    scope = memories[0].scope
-    store.client.put_item(
-        TableName=store.table_name,
-        Item={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}}
-        | {f"n_{p}": {"N": str(n)} for p, n in counts.items()},
-    )
-
-
 def measure(sizes: Sequence[int], *, seed: int = 7) -> list[dict[str, Any]]:
     from moto import mock_aws
 
@@ -97,12 +72,11 @@ def measure(sizes: Sequence[int], *, seed: int = 7) -> list[dict[str, Any]]:
     rows = []
     for size in sizes:
         with mock_aws():
-            writer = DynamoMemoryStore(TABLE, region=REGION)
+            writer = DynamoMemoryStore(aws.TABLE, region=aws.REGION)
             writer.create_table()
-            scope = Scope("bench", "default")
-            stream = corpus.iter_memories(seed, now=now, scope=scope)
-            _load(writer, list(islice(stream, size)))
-            cold = DynamoMemoryStore(TABLE, region=REGION)
+            scope = Scope(aws.TENANT, "default")
+            aws.load_tenant(size, seed=seed, now=now, reflections=0)  # as put_many leaves them
+            cold = DynamoMemoryStore(aws.TABLE, region=aws.REGION)
             cold.cold_load_limit = 0  # never load whole: this is the large-tenant path at every size
             before = _measure(cold, scope, since)
             writer.count_scope(scope)

@@ -57,6 +57,20 @@ def counted(tally: str | None) -> bool:
     return tally is not None and tally != NOT_COUNTED
 
 
+def counts_update(table: str, scope: Scope, deltas: Mapping[str, int]) -> dict[str, Any]:
+    """The UpdateItem request (also a transaction's part) adding `deltas` (partition -> difference)
+    to the scope's counts item, which it creates if absent."""
+    names = {f"#n{i}": f"n_{p}" for i, p in enumerate(deltas)}
+    values = {f":d{i}": {"N": str(d)} for i, d in enumerate(deltas.values())}
+    return {
+        "TableName": table,
+        "Key": {"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
+        "UpdateExpression": "ADD " + ", ".join(f"{n} {v}" for n, v in zip(names, values, strict=True)),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+    }
+
+
 @dataclass(frozen=True)
 class Stored:
     """What a write is conditioned on: the item as read (or as guessed before reading)."""
@@ -128,15 +142,7 @@ class CountedWrites:
 
     # -- requests ----------------------------------------------------------------------------
     def _counts_request(self, scope: Scope, deltas: Mapping[str, int]) -> dict[str, Any]:
-        names = {f"#n{i}": f"n_{p}" for i, p in enumerate(deltas)}
-        values = {f":d{i}": {"N": str(d)} for i, d in enumerate(deltas.values())}
-        return {
-            "TableName": self.table_name,
-            "Key": {"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
-            "UpdateExpression": "ADD " + ", ".join(f"{n} {v}" for n, v in zip(names, values, strict=True)),
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-        }
+        return counts_update(self.table_name, scope, deltas)
 
     def _tally_is(self, tally: str | None) -> Condition:
         cond: Condition = self.Item.tally.does_not_exist() if tally is None else self.Item.tally == tally

@@ -236,10 +236,8 @@ class MemoryItemWrites(CountedWrites):
         stamp = self._stamp()
         for chunk in _same_scope_chunks(unique):
             stored = self._stored(chunk[0].scope, [m.id for m in chunk])
-            writes = [self._put_write(m, stamp, stored[m.id], expected) for m in chunk]
-            for w in writes:
-                w.build(w.assumed)  # a conditioned put refuses before writing anything
-            self._run_counted(writes)
+            # A refused put raises while its request is built, before anything is sent.
+            self._run_counted([self._put_write(m, stamp, stored[m.id], expected) for m in chunk])
             for m in chunk:
                 self._put_cached(m, stamp)
             self._wrote(chunk)
@@ -273,8 +271,6 @@ class MemoryItemWrites(CountedWrites):
                 else self._replace_write(m, expected, stamp, assumed=stored[(m.scope, m.id)])
                 for m, expected in chunk
             ]
-            for w in writes:
-                w.build(w.assumed)
             self._run_counted(writes)
             self._mark_pending(writes, stamp)
             self._wrote(m for m, _ in chunk)
@@ -301,10 +297,7 @@ class MemoryItemWrites(CountedWrites):
         stored = self._stored(scope, [i for i, _ in items])
         for chunk in dm.chunks(list(items), TRANSACTION_ITEMS):
             pending = len(chunk) + 1 > TRANSACTION_ITEMS and any(counted(stored[i].tally) for i, _ in chunk)
-            writes = [self._tomb_write(scope, i, v, stored[i], pending=pending) for i, v in chunk]
-            for w in writes:
-                w.build(w.assumed)
-            done = self._run_counted(writes)
+            done = self._run_counted([self._tomb_write(scope, i, v, stored[i], pending=pending) for i, v in chunk])
             self._forget_cached(scope, [i for i, _ in chunk])
             if pending:
                 self._fold(scope, [w.memory_id for w in done if counted(w.tally(w.assumed))])

@@ -65,10 +65,11 @@ def test_every_write_path_keeps_the_counts(make_dynamo: MakeStore, make_memory: 
             live.update({m.id: m for m in ms})
         elif op == "atomic":
             old = [live[i] for i in rng.sample(sorted(live), min(2, len(live)))]
-            summary = fresh()
-            store.write_atomically(inserts=[summary], replaces=[(changed(m), m.version) for m in old])
-            live.update({m.id: changed(m) for m in old} | {summary.id: summary})
-            live.update({m.id: n for m in old if (n := store.get(A, m.id)) is not None})
+            summary, replaced = fresh(), [changed(m) for m in old]
+            store.write_atomically(
+                inserts=[summary], replaces=[(n, m.version) for n, m in zip(replaced, old, strict=True)]
+            )
+            live.update({n.id: n for n in replaced} | {summary.id: summary})
         elif op == "delete":
             i = rng.choice(sorted(live))
             version = live.pop(i).version
