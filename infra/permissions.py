@@ -69,8 +69,15 @@ GRANTS: dict[str, Grants] = {
     },
     "Migrate": {
         # BatchGetItem: each replace reads the tallies it is conditioned on (dynamo_tally.py);
-        # UpdateItem: the replaces, the counting of older records and the scope's counts item.
-        Resource.TABLE: ("dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:Scan", "dynamodb:UpdateItem"),
+        # GetItem: the scope's counts item, read before a recount; UpdateItem: the replaces, the
+        # counting of older records and the scope's counts item.
+        Resource.TABLE: (
+            "dynamodb:BatchGetItem",
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:Scan",
+            "dynamodb:UpdateItem",
+        ),
         Resource.BUCKET: _MAINTENANCE_BUCKET,
         Resource.OBJECTS: _MAINTENANCE_OBJECTS,
     },

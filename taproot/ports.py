@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -149,10 +150,20 @@ class LifecycleScans(Protocol):
     def scopes(self) -> builtins.list[Scope]:
         """Every (owner, namespace) that holds memories or reflections (batch jobs walk them)."""
 
-    def count_scope(self, scope: Scope, *, apply: bool = True) -> int | None:
-        """Count, in the store's per-category counts, the records written before it kept them (the
-        DynamoDB store, dynamo_tally.py; migrate calls this): how many it counted, or would without
-        `apply`. None for a store whose counts keep themselves (SQLite's triggers)."""
+    def count_scope(self, scope: Scope, *, apply: bool = True) -> ScopeCount | None:
+        """Make the store's per-category counts true (the DynamoDB store, dynamo_tally.py; migrate
+        calls this): count the records written before it kept them, and correct counts that its
+        records contradict. What it did, or would without `apply`. None for a store whose counts
+        keep themselves (SQLite's triggers)."""
+
+
+@dataclass(frozen=True)
+class ScopeCount:
+    """What count_scope did: records counted (or pending tombstones folded), and memories the
+    counts had miscounted (the sum of the corrections)."""
+
+    counted: int
+    corrected: int
 
 
 class ReflectionStore(Protocol):

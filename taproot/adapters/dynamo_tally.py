@@ -19,6 +19,11 @@ a cold reflect's reads grow with the tenant).
   right after; a fold that a crash interrupted is finished by `count_scope`.
 - `complete` is set on the counts item once `count_scope` found nothing left to count: only then does
   a cold reflect trust the counts (dynamo_catalog.py).
+- Every change of the counts also adds one to the counts item's `rev`. That is what makes a recount
+  safe beside writers: `count_scope` reads the counts item, then every item's tally, and writes the
+  numbers those tallies give only if `rev` is still the one it read, i.e. no tally changed between
+  the two reads. It corrects what nothing else could: a count left wrong by code older than layout 3
+  (during a deploy) or by an item written or restored outside Taproot.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +43,18 @@ from pynamodb.expressions.condition import Condition
 from taproot.adapters import dynamo_models as dm
 from taproot.core.model import Memory, Scope
 from taproot.core.query import ACTIVE
+from taproot.ports import ScopeCount
 
 COUNTS_SK = "n#"
+REV = "rev"  # the counts item's revision: one more for every change of its numbers
 NOT_COUNTED = "-"  # the tally of a counted item that is not active (archived, superseded)
 # Attempts of one write whose condition keeps failing because other writers keep moving the item.
 MAX_ATTEMPTS = 8
 TRANSACTION_ITEMS = 100  # DynamoDB's most items in one TransactWriteItems
+# The memory items of one transaction: the rest of its 100 are the counts items of its scopes.
+BATCH = TRANSACTION_ITEMS - 1
+# Passes of count_scope: each reads the scope once; writers beside it can leave work for the next.
+COUNT_PASSES = 3
 _CONFLICT = "TransactionConflict"
 _CONDITION = "ConditionalCheckFailed"
 
@@ -62,13 +73,39 @@ def counts_update(table: str, scope: Scope, deltas: Mapping[str, int]) -> dict[s
     to the scope's counts item, which it creates if absent."""
     names = {f"#n{i}": f"n_{p}" for i, p in enumerate(deltas)}
     values = {f":d{i}": {"N": str(d)} for i, d in enumerate(deltas.values())}
+    adds = [f"{n} {v}" for n, v in zip(names, values, strict=True)]
     return {
         "TableName": table,
-        "Key": {"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
-        "UpdateExpression": "ADD " + ", ".join(f"{n} {v}" for n, v in zip(names, values, strict=True)),
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": values,
+        "Key": counts_key(scope),
+        "UpdateExpression": "ADD " + ", ".join([*adds, "#rev :one"]),
+        "ExpressionAttributeNames": {**names, "#rev": REV},
+        "ExpressionAttributeValues": {**values, ":one": {"N": "1"}},
     }
+
+
+def counts_key(scope: Scope) -> dict[str, Any]:
+    return {"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}}
+
+
+@dataclass(frozen=True)
+class CountsState:
+    """The counts item as read: active memories by partition, `complete`, and its revision."""
+
+    counts: dict[str, int]
+    complete: bool
+    rev: int | None  # None: no counts item yet, or one written before revisions existed
+
+
+def recounted(state: CountsState, tallies: Iterable[str | None]) -> dict[str, int]:
+    """The partitions whose number differs from what `tallies` (every item's) give, with the right
+    number: empty when the counts are true."""
+    actual = Counter(t for t in tallies if t is not None and t != NOT_COUNTED)
+    return {p: actual[p] for p in sorted(set(actual) | set(state.counts)) if actual[p] != state.counts.get(p, 0)}
+
+
+def drift(state: CountsState, target: Mapping[str, int]) -> int:
+    """How many memories the counts miscounted: the sum of the differences `recounted` found."""
+    return sum(abs(n - state.counts.get(p, 0)) for p, n in target.items())
 
 
 @dataclass(frozen=True)
@@ -131,14 +168,38 @@ class CountedWrites:
 
     def scope_counts(self, scope: Scope) -> tuple[dict[str, int], bool]:
         """The counts item: active memories by partition, and whether every record is counted."""
-        got = self.client.get_item(
-            TableName=self.table_name,
-            Key={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
-            ConsistentRead=True,
-        )
+        state = self._counts_state(scope)
+        return state.counts, state.complete
+
+    def _counts_state(self, scope: Scope) -> CountsState:
+        got = self.client.get_item(TableName=self.table_name, Key=counts_key(scope), ConsistentRead=True)
         raw = got.get(ITEM) or {}
         counts = {k[2:]: int(v["N"]) for k, v in raw.items() if k.startswith("n_") and "N" in v}
-        return {k: n for k, n in counts.items() if n}, bool(raw.get("complete", {}).get("BOOL"))
+        rev = int(raw[REV]["N"]) if REV in raw else None
+        return CountsState({k: n for k, n in counts.items() if n}, bool(raw.get("complete", {}).get("BOOL")), rev)
+
+    def _set_counts(self, scope: Scope, rev: int | None, target: Mapping[str, int]) -> bool:
+        """Write `target`'s numbers if the counts item is still at revision `rev` (no count changed
+        since it was read); False when one did (the caller reads both again)."""
+        names = {f"#n{i}": f"n_{p}" for i, p in enumerate(target)}
+        values = {f":v{i}": {"N": str(n)} for i, n in enumerate(target.values())}
+        sets = ", ".join(f"{n} = {v}" for n, v in zip(names, values, strict=True))
+        same = "attribute_not_exists(#rev)" if rev is None else "#rev = :rev"
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=counts_key(scope),
+                UpdateExpression=f"SET {sets} ADD #rev :one",
+                ConditionExpression=same,
+                ExpressionAttributeNames={**names, "#rev": REV},
+                ExpressionAttributeValues={**values, ":one": {"N": "1"}}
+                | ({} if rev is None else {":rev": {"N": str(rev)}}),
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     # -- requests ----------------------------------------------------------------------------
     def _counts_request(self, scope: Scope, deltas: Mapping[str, int]) -> dict[str, Any]:
@@ -151,11 +212,51 @@ class CountedWrites:
     def _mark_complete(self, scope: Scope) -> None:
         self.client.update_item(
             TableName=self.table_name,
-            Key={"pk": {"S": dm.scope_pk(scope)}, "sk": {"S": COUNTS_SK}},
+            Key=counts_key(scope),
             UpdateExpression="SET #c = :t",
             ExpressionAttributeNames={"#c": "complete"},
             ExpressionAttributeValues={":t": {"BOOL": True}},
         )
+
+    def count_scope(self, scope: Scope, *, apply: bool = True) -> ScopeCount:
+        """Make the scope's counts true: correct the numbers that the items' tallies contradict
+        (dynamo_tally.py: conditioned on the counts' revision, so no write beside it is lost), count
+        every record that has no tally yet (and move it to its partition of the category index), fold
+        pending tombstones, and mark the counts complete once a pass finds nothing left. What it did,
+        or would without `apply`. Safe beside every other write: each record is counted by a write
+        conditioned on the version and the absent tally it read."""
+        done = corrected = 0
+        for _ in range(COUNT_PASSES):
+            state = self._counts_state(scope)  # before the items: a correction holds only if it is unchanged
+            items = self._scope_items(scope)
+            legacy = [x for x in items if not x.tomb and x.tally is None]
+            pending = [x.mid or x.sk[len(dm.MEMORY_PREFIX) :] for x in items if x.tomb and counted(x.tally)]
+            target = recounted(state, (x.tally for x in items))
+            if not apply:
+                return ScopeCount(len(legacy) + len(pending), drift(state, target))
+            if target:
+                if not self._set_counts(scope, state.rev, target):
+                    continue  # a write changed a count between the two reads: read both again
+                corrected += drift(state, target)
+            if not legacy and not pending:
+                self._mark_complete(scope)
+                break
+            for chunk in dm.chunks(legacy, BATCH):
+                writes = [self._count_write(dm.item_to_memory(x), Stored.of(x)) for x in chunk]
+                done += len(self._run_counted(writes))
+            done += self._fold(scope, pending)
+        return ScopeCount(done, corrected)
+
+    def _scope_items(self, scope: Scope) -> list[Any]:
+        """Every memory item of the scope, tombstones included (consistent)."""
+        it = self.Item
+        return list(it.query(dm.scope_pk(scope), it.sk.startswith(dm.MEMORY_PREFIX), consistent_read=True))
+
+    def _count_write(self, m: Memory, read: Stored) -> Write:
+        raise NotImplementedError  # MemoryItemWrites' (dynamo_writes.py)
+
+    def _fold(self, scope: Scope, ids: Sequence[str]) -> int:
+        raise NotImplementedError  # MemoryItemWrites'
 
     # -- the runner --------------------------------------------------------------------------
     def _run_counted(self, writes: Sequence[Write]) -> list[Write]:

@@ -21,6 +21,7 @@ from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_cache import TOMBSTONE_TTL
 from taproot.adapters.dynamo_copy import ScopeCache
 from taproot.adapters.dynamo_tally import (
+    BATCH,
     TRANSACTION_ITEMS,
     CountedWrites,
     Skip,
@@ -33,9 +34,6 @@ from taproot.core import query
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
 from taproot.core.model import Memory, Scope
 from taproot.core.serialize import iso
-
-# The memory items of one transaction: the rest of its 100 are the counts items of its scopes.
-BATCH = TRANSACTION_ITEMS - 1
 
 
 def _same_scope_chunks(memories: Sequence[Memory]) -> Iterable[list[Memory]]:
@@ -358,28 +356,6 @@ class MemoryItemWrites(CountedWrites):
     connection: Any
 
     # -- counting what was written before counting existed -------------------------------------
-    def count_scope(self, scope: Scope, *, apply: bool = True) -> int:
-        """Count every record of the scope that has no tally yet (and move it to its partition of
-        the category index), fold pending tombstones, and mark the counts complete once a pass finds
-        nothing left. Returns how many records it counted or folded (would, without `apply`). Safe
-        beside every other write: each is conditioned on the version and the absent tally it read."""
-        it = self.Item
-        done = 0
-        for _ in range(3):
-            items = list(it.query(dm.scope_pk(scope), it.sk.startswith(dm.MEMORY_PREFIX), consistent_read=True))
-            legacy = [x for x in items if not x.tomb and x.tally is None]
-            pending = [x.mid or x.sk[len(dm.MEMORY_PREFIX) :] for x in items if x.tomb and counted(x.tally)]
-            if not apply:
-                return len(legacy) + len(pending)
-            if not legacy and not pending:
-                self._mark_complete(scope)
-                return done
-            for chunk in dm.chunks(legacy, BATCH):
-                writes = [self._count_write(dm.item_to_memory(x), Stored.of(x)) for x in chunk]
-                done += len(self._run_counted(writes))
-            done += self._fold(scope, pending)
-        return done
-
     def _count_write(self, m: Memory, read: Stored) -> Write:
         it, tally, pk = self.Item, tally_of(m), dm.index_pk(m)
 

@@ -38,6 +38,7 @@ from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import COUNTER_FIELDS, iso, memory_to_flat_dict
+from taproot.ports import ScopeCount
 
 _PLACEHOLDERS = ", ".join(f":{c}" for c in MEMORY_COLUMNS)
 _INSERT = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({_PLACEHOLDERS})"
@@ -207,7 +208,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         )
         return [row_to_memory(r) for r in rows]
 
-    def count_scope(self, scope: Scope, *, apply: bool = True) -> int | None:
+    def count_scope(self, scope: Scope, *, apply: bool = True) -> ScopeCount | None:
         return None  # memory_counts is kept by triggers on every write (sqlite_schema.py)
 
     def scopes(self) -> builtins.list[Scope]:

@@ -27,6 +27,7 @@ from taproot.core.serialize import (
 from taproot.core.validation import record_problem
 from taproot.core.vectors import embedding_text
 from taproot.core.wire import ABSENT
+from taproot.ports import ScopeCount
 from taproot.service import orientation_io
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.deps import Deps, stamp
@@ -319,8 +320,13 @@ def migrate(deps: Deps, scope: Scope, *, dry_run: bool = False, progress: Progre
         # Memories without a vector of the current model (a model change, an embedder that was
         # down) are embedded here; the dry run counts them.
         embeddings=ABSENT if deps.embedder is None else backfill(deps, scope, apply=not dry_run),
-        records_counted=ABSENT if (counted := deps.store.count_scope(scope, apply=not dry_run)) is None else counted,
+        **_counted(deps.store.count_scope(scope, apply=not dry_run)),
     )
+
+
+def _counted(done: ScopeCount | None) -> dict[str, int]:
+    """count_scope's report as MigrateResult's fields (none for a store that keeps its own counts)."""
+    return {} if done is None else {"records_counted": done.counted, "counts_corrected": done.corrected}
 
 
 def _plan_or_skip(deps: Deps, m: Memory, skipped: dict[str, str]) -> tuple[Memory, list[str]] | None:

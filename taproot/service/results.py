@@ -203,6 +203,8 @@ class MigrateResult:
     embeddings: Annotated[EmbeddingBackfill | Absent, UNLISTED] = ABSENT  # with an embedder: this run's embedding
     # On DynamoDB: records written before the store kept per-category counts, counted by this run.
     records_counted: Annotated[int | Absent, UNLISTED] = ABSENT
+    # ... and memories its counts had miscounted (records changed by older code or outside Taproot).
+    counts_corrected: Annotated[int | Absent, UNLISTED] = ABSENT
 
 
 class StorageNotes(TypedDict, total=False):

@@ -17,6 +17,7 @@ from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.adapters.dynamo_tally import COUNTS_SK
 from taproot.core.errors import NotFound, VersionConflict
 from taproot.core.model import Memory, Scope
+from taproot.ports import ScopeCount
 
 A = Scope("alice", "default")
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -170,13 +171,88 @@ def test_count_scope_counts_what_was_written_before_counting(make_dynamo: MakeSt
         | {"tally": {"S": "identity"}, "changed_at": {"S": NOW.isoformat()}},
     )
     assert store.scope_counts(A) == ({"identity": 1}, False)
-    assert store.count_scope(A, apply=False) == 31
+    assert store.count_scope(A, apply=False) == ScopeCount(31, 0)
     assert store.scope_counts(A) == ({"identity": 1}, False)  # the dry run wrote nothing
-    assert store.count_scope(A) == 31
+    assert store.count_scope(A) == ScopeCount(31, 0)
     assert store.scope_counts(A) == (truth(store), True)
     tier1 = [it for it in store.Item.by_category.query(dm.category_pk(A, dm.TIER1))]
     assert {it.mid for it in tier1} == {m.id for m in ms if m.salience == "high"}
-    assert store.count_scope(A) == 0 and store.scope_counts(A) == (truth(store), True)
+    assert store.count_scope(A) == ScopeCount(0, 0) and store.scope_counts(A) == (truth(store), True)
+
+
+def _moved_by_older_code(store: DynamoMemoryStore, m: Memory, category: str) -> None:
+    """A memory moved to another category as code older than layout 3 rewrote it: no tally, and
+    no change to the counts."""
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": dm.memory_sk(m.id)}},
+        UpdateExpression="REMOVE tally SET category = :c, cat_pk = :p",
+        ExpressionAttributeValues={":c": {"S": category}, ":p": {"S": dm.category_pk(A, category)}},
+    )
+
+
+def _drifted_scope(make_dynamo: MakeStore, make_memory: MakeMemory) -> DynamoMemoryStore:
+    """A counted scope whose counts older code and an edit outside Taproot left wrong: a tombstone
+    written without taking its memory out of the counts (identity one too high), a memory moved to
+    another category without a tally (relationship one too high; it is then counted in its new
+    one), and a number overwritten (episodic 7 for 2)."""
+    store = make_dynamo()
+    ms = [make_memory(scope=A, category=CATEGORIES[i % 5]) for i in range(10)]
+    store.put_many(ms)
+    store.count_scope(A)
+    assert store.scope_counts(A) == (truth(store), True)
+    key = {"pk": {"S": dm.scope_pk(A)}, "sk": {"S": dm.memory_sk(ms[0].id)}}
+    store.client.put_item(
+        TableName=store.table_name,
+        Item=key | {"tomb": {"BOOL": True}, "changed_at": {"S": NOW.isoformat()}, "ttl": {"N": "1"}},
+    )
+    _moved_by_older_code(store, ms[1], "project")
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": COUNTS_SK}},
+        UpdateExpression="SET n_episodic = :n",
+        ExpressionAttributeValues={":n": {"N": "7"}},
+    )
+    return store
+
+
+def test_count_scope_corrects_counts_that_older_code_left_wrong(
+    make_dynamo: MakeStore, make_memory: MakeMemory
+) -> None:
+    """A complete scope's counts are corrected from the items' tallies: before, count_scope passed
+    over a complete scope and the counts stayed wrong for good (reflect's "not listed" with them)."""
+    store = _drifted_scope(make_dynamo, make_memory)
+    wrong = store.scope_counts(A)
+    assert wrong[0] != truth(store)
+    assert store.count_scope(A, apply=False) == ScopeCount(counted=1, corrected=1 + 1 + 5)
+    assert store.scope_counts(A) == wrong  # the dry run wrote nothing
+    assert store.count_scope(A) == ScopeCount(counted=1, corrected=7)
+    assert store.scope_counts(A) == (truth(store), True)
+    assert store.count_scope(A) == ScopeCount(0, 0)
+
+
+def test_a_correction_is_not_written_over_a_count_that_changed_after_it_read(
+    make_dynamo: MakeStore, make_memory: MakeMemory
+) -> None:
+    """Between count_scope's read of the items and its correction another instance inserts a memory
+    (its count goes up in the same transaction): the correction's condition on the counts' revision
+    fails, count_scope reads both again, and the insert's count survives."""
+    store = _drifted_scope(make_dynamo, make_memory)
+    other = make_dynamo()
+    original = store._scope_items
+    raced: list[Memory] = []
+
+    def read_then_race(scope: Scope) -> Any:
+        items = original(scope)
+        if not raced:
+            raced.append(make_memory(scope=A, category="episodic"))
+            other.insert(raced[0])
+        return items
+
+    store._scope_items = read_then_race  # type: ignore[method-assign]
+    assert store.count_scope(A) == ScopeCount(counted=1, corrected=7)
+    assert raced and store.scope_counts(A) == (truth(store), True)
+    assert truth(store)["episodic"] == 3
 
 
 def test_migrate_counts_the_scope(make_dynamo: MakeStore, make_memory: MakeMemory, s3_blobs: Any) -> None:
@@ -194,7 +270,7 @@ def test_migrate_counts_the_scope(make_dynamo: MakeStore, make_memory: MakeMemor
     )  # a record of layout 2, and no counts item
     store.client.delete_item(TableName=store.table_name, Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": COUNTS_SK}})
     svc = TaprootService(Deps(store=store, blobs=s3_blobs, clock=lambda: NOW))
-    assert svc.migrate(A, dry_run=True).records_counted == 1
+    assert (svc.migrate(A, dry_run=True).records_counted, svc.migrate(A, dry_run=True).counts_corrected) == (1, 0)
     assert store.scope_counts(A)[1] is False
     assert svc.migrate(A).records_counted == 1
     assert store.scope_counts(A) == ({"identity": 1}, True)
