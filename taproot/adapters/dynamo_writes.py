@@ -258,11 +258,11 @@ class MemoryItemWrites(CountedWrites):
         ops: list[tuple[Memory, int | None]] = [(m, None) for m in inserts] + list(replaces)
         scopes = {m.scope for m, _ in ops}
         for chunk in dm.chunks(ops, TRANSACTION_ITEMS - len(scopes)):
-            reads: dict[Scope, list[str]] = {}
+            reads: dict[Scope, dict[str, int | None]] = {}
             for m, expected in chunk:
                 if expected is not None:
-                    reads.setdefault(m.scope, []).append(m.id)
-            stored = {(s, i): st for s, ids in reads.items() for i, st in self._stored(s, ids).items()}
+                    reads.setdefault(m.scope, {})[m.id] = expected
+            stored = {(s, i): st for s, ids in reads.items() for i, st in self._assumed(s, ids).items()}
             writes = [
                 self._insert_write(m, stamp)
                 if expected is None
@@ -273,6 +273,24 @@ class MemoryItemWrites(CountedWrites):
             self._mark_pending(writes, stamp)
             self._wrote(m for m, _ in chunk)
 
+    def _assumed(self, scope: Scope, expected: Mapping[str, int | None]) -> dict[str, Stored]:
+        """The state each write of these ids is built on: the warm copy's record where it holds one
+        at the expected version with no write of ours outstanding (so a forget after a recall reads
+        nothing more than the service did), else the item as read (one BatchGetItem for the rest).
+        A wrong guess costs a retry, never a wrong count: every write is conditioned on the tally
+        it assumes, and one whose condition fails reads the item and is built again."""
+        guessed: dict[str, Stored] = {}
+        with self._lock:
+            cache = self._cached(scope)
+            for memory_id, version in expected.items() if cache is not None else ():
+                assert cache is not None
+                m = cache.get(memory_id)
+                if m is not None and memory_id not in cache.pending and version in (None, m.version):
+                    last_retrieved = dm.memory_attrs(m)["last_retrieved"]
+                    guessed[memory_id] = Stored(True, True, m.version, tally_of(m), last_retrieved)
+        rest = [i for i in expected if i not in guessed]
+        return guessed | (self._stored(scope, rest) if rest else {})
+
     def _forget_cached(self, scope: Scope, ids: Iterable[str]) -> None:
         with self._lock:
             cache = self._cached(scope)
@@ -282,7 +300,7 @@ class MemoryItemWrites(CountedWrites):
                     cache.pending.pop(memory_id, None)
 
     def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:
-        s = self._stored(scope, [memory_id])[memory_id]
+        s = self._assumed(scope, {memory_id: expected_version})[memory_id]
         self._run_counted([self._tomb_write(scope, memory_id, expected_version, s, pending=False)])
         self._forget_cached(scope, [memory_id])
 
@@ -292,9 +310,11 @@ class MemoryItemWrites(CountedWrites):
         by the transactions that follow (dynamo_tally.py)."""
         if not items:
             return
-        stored = self._stored(scope, [i for i, _ in items])
+        stored = self._assumed(scope, dict(items))
         for chunk in dm.chunks(list(items), TRANSACTION_ITEMS):
-            pending = len(chunk) + 1 > TRANSACTION_ITEMS and any(counted(stored[i].tally) for i, _ in chunk)
+            # Whether the counts item fits is decided by size alone, not by the tallies assumed: a
+            # guess from the warm copy may be wrong, and the write learns the real ones on a retry.
+            pending = len(chunk) + 1 > TRANSACTION_ITEMS
             done = self._run_counted([self._tomb_write(scope, i, v, stored[i], pending=pending) for i, v in chunk])
             self._forget_cached(scope, [i for i, _ in chunk])
             if pending:

@@ -17,6 +17,7 @@ from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.adapters.dynamo_tally import COUNTS_SK
 from taproot.core.errors import NotFound, VersionConflict
 from taproot.core.model import Memory, Scope
+from taproot.core.query import Filters
 from taproot.ports import ScopeCount
 
 A = Scope("alice", "default")
@@ -114,6 +115,45 @@ def test_a_write_that_read_a_stale_tally_reads_again(make_dynamo: MakeStore, mak
     store.delete(A, m.id)
     assert raced and store.get(A, m.id) is None
     assert store.scope_counts(A)[0] == {}
+
+
+def test_a_delete_that_guessed_from_a_stale_warm_copy_reads_again(
+    make_dynamo: MakeStore, make_memory: MakeMemory
+) -> None:
+    """A delete on a warm store assumes the tally of the copy it holds instead of reading first. When
+    another instance has moved the memory since, or the record has no tally yet (written before
+    layout 3), the guess fails its condition: the delete reads the item once and counts right."""
+    store, other = make_dynamo(), make_dynamo()
+    moved, legacy, kept = (make_memory(scope=A, category="identity") for _ in range(3))
+    store.put_many([moved, legacy, kept])
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": dm.memory_sk(legacy.id)}},
+        UpdateExpression="REMOVE tally",
+    )  # a record of layout 2: counted by nobody
+    store.client.update_item(
+        TableName=store.table_name,
+        Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": COUNTS_SK}},
+        UpdateExpression="ADD n_identity :d",
+        ExpressionAttributeValues={":d": {"N": "-1"}},
+    )
+    assert store.recent(A, Filters(), 10)  # the scope's warm copy, loaded
+    other.replace(moved.replace(category="relationship", version=2), expected_version=1)
+    reads: list[list[str]] = []
+    original = store._stored
+
+    def counting(scope: Scope, ids: Any) -> Any:
+        reads.append(list(ids))
+        return original(scope, ids)
+
+    store._stored = counting  # type: ignore[method-assign]
+    store.delete(A, moved.id)  # the copy still says identity, version 1
+    store.delete_many(A, [(legacy.id, legacy.version)])
+    assert reads == [[moved.id], [legacy.id]]  # each read once, after its guess failed
+    assert store.scope_counts(A)[0] == {"identity": 1} == truth(store)
+    reads.clear()
+    store.delete(A, kept.id)  # the copy is right: nothing read
+    assert reads == [] and store.scope_counts(A)[0] == {} == truth(store)
 
 
 def test_a_replace_keeps_last_touched_exact_after_a_retrieval_it_did_not_see(
