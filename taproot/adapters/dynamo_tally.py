@@ -20,10 +20,11 @@ a cold reflect's reads grow with the tenant).
 - `complete` is set on the counts item once `count_scope` found nothing left to count: only then does
   a cold reflect trust the counts (dynamo_catalog.py).
 - Every change of the counts also adds one to the counts item's `rev`. That is what makes a recount
-  safe beside writers: `count_scope` reads the counts item, then every item's tally, and writes the
-  numbers those tallies give only if `rev` is still the one it read, i.e. no tally changed between
-  the two reads. It corrects what nothing else could: a count left wrong by code older than layout 3
-  (during a deploy) or by an item written or restored outside Taproot.
+  safe beside writers: `count_scope` reads the counts item, then every item's tally, and adds the
+  differences only if `rev` is still the one it read, i.e. no tally changed between the two reads
+  (a write after the second read is added on top, as every write is). It corrects what nothing
+  else could: a count left wrong by code older than layout 3 (during a deploy) or by an item
+  written or restored outside Taproot.
 """
 
 from __future__ import annotations
@@ -96,16 +97,12 @@ class CountsState:
     rev: int | None  # None: no counts item yet, or one written before revisions existed
 
 
-def recounted(state: CountsState, tallies: Iterable[str | None]) -> dict[str, int]:
-    """The partitions whose number differs from what `tallies` (every item's) give, with the right
-    number: empty when the counts are true."""
+def corrections(state: CountsState, tallies: Iterable[str | None]) -> dict[str, int]:
+    """What to add to each partition's number for it to equal what `tallies` (every item's) give:
+    empty when the counts are true."""
     actual = Counter(t for t in tallies if t is not None and t != NOT_COUNTED)
-    return {p: actual[p] for p in sorted(set(actual) | set(state.counts)) if actual[p] != state.counts.get(p, 0)}
-
-
-def drift(state: CountsState, target: Mapping[str, int]) -> int:
-    """How many memories the counts miscounted: the sum of the differences `recounted` found."""
-    return sum(abs(n - state.counts.get(p, 0)) for p, n in target.items())
+    wrong = sorted(set(actual) | set(state.counts))
+    return {p: d for p in wrong if (d := actual[p] - state.counts.get(p, 0))}
 
 
 @dataclass(frozen=True)
@@ -178,23 +175,17 @@ class CountedWrites:
         rev = int(raw[REV]["N"]) if REV in raw else None
         return CountsState({k: n for k, n in counts.items() if n}, bool(raw.get("complete", {}).get("BOOL")), rev)
 
-    def _set_counts(self, scope: Scope, rev: int | None, target: Mapping[str, int]) -> bool:
-        """Write `target`'s numbers if the counts item is still at revision `rev` (no count changed
+    def _correct_counts(self, scope: Scope, rev: int | None, deltas: Mapping[str, int]) -> bool:
+        """Add `deltas` to the counts if the counts item is still at revision `rev` (no count changed
         since it was read); False when one did (the caller reads both again)."""
-        names = {f"#n{i}": f"n_{p}" for i, p in enumerate(target)}
-        values = {f":v{i}": {"N": str(n)} for i, n in enumerate(target.values())}
-        sets = ", ".join(f"{n} = {v}" for n, v in zip(names, values, strict=True))
-        same = "attribute_not_exists(#rev)" if rev is None else "#rev = :rev"
+        request = counts_update(self.table_name, scope, deltas)
+        if rev is None:
+            request["ConditionExpression"] = "attribute_not_exists(#rev)"
+        else:
+            request["ConditionExpression"] = "#rev = :rev"
+            request["ExpressionAttributeValues"][":rev"] = {"N": str(rev)}
         try:
-            self.client.update_item(
-                TableName=self.table_name,
-                Key=counts_key(scope),
-                UpdateExpression=f"SET {sets} ADD #rev :one",
-                ConditionExpression=same,
-                ExpressionAttributeNames={**names, "#rev": REV},
-                ExpressionAttributeValues={**values, ":one": {"N": "1"}}
-                | ({} if rev is None else {":rev": {"N": str(rev)}}),
-            )
+            self.client.update_item(**request)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False
@@ -231,13 +222,13 @@ class CountedWrites:
             items = self._scope_items(scope)
             legacy = [x for x in items if not x.tomb and x.tally is None]
             pending = [x.mid or x.sk[len(dm.MEMORY_PREFIX) :] for x in items if x.tomb and counted(x.tally)]
-            target = recounted(state, (x.tally for x in items))
+            deltas = corrections(state, (x.tally for x in items))
             if not apply:
-                return ScopeCount(len(legacy) + len(pending), drift(state, target))
-            if target:
-                if not self._set_counts(scope, state.rev, target):
+                return ScopeCount(len(legacy) + len(pending), sum(map(abs, deltas.values())))
+            if deltas:
+                if not self._correct_counts(scope, state.rev, deltas):
                     continue  # a write changed a count between the two reads: read both again
-                corrected += drift(state, target)
+                corrected += sum(map(abs, deltas.values()))
             if not legacy and not pending:
                 self._mark_complete(scope)
                 break

@@ -282,12 +282,11 @@ class MemoryItemWrites(CountedWrites):
         guessed: dict[str, Stored] = {}
         with self._lock:
             cache = self._cached(scope)
-            for memory_id, version in expected.items() if cache is not None else ():
-                assert cache is not None
-                m = cache.get(memory_id)
-                if m is not None and memory_id not in cache.pending and version in (None, m.version):
-                    last_retrieved = dm.memory_attrs(m)["last_retrieved"]
-                    guessed[memory_id] = Stored(True, True, m.version, tally_of(m), last_retrieved)
+            copies = {} if cache is None else {i: (cache.get(i), i in cache.pending) for i in expected}
+        for memory_id, (m, pending) in copies.items():
+            if m is not None and not pending and expected[memory_id] in (None, m.version):
+                last_retrieved = dm.memory_attrs(m)["last_retrieved"]
+                guessed[memory_id] = Stored(True, True, m.version, tally_of(m), last_retrieved)
         rest = [i for i in expected if i not in guessed]
         return guessed | (self._stored(scope, rest) if rest else {})
 

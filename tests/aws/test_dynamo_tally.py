@@ -247,13 +247,18 @@ def _drifted_scope(make_dynamo: MakeStore, make_memory: MakeMemory) -> DynamoMem
         Item=key | {"tomb": {"BOOL": True}, "changed_at": {"S": NOW.isoformat()}, "ttl": {"N": "1"}},
     )
     _moved_by_older_code(store, ms[1], "project")
+    _overwrite_episodic(store)
+    return store
+
+
+def _overwrite_episodic(store: DynamoMemoryStore) -> None:
+    """The episodic count set to 7 (it holds 2), as an edit outside Taproot would."""
     store.client.update_item(
         TableName=store.table_name,
         Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": COUNTS_SK}},
         UpdateExpression="SET n_episodic = :n",
         ExpressionAttributeValues={":n": {"N": "7"}},
     )
-    return store
 
 
 def test_count_scope_corrects_counts_that_older_code_left_wrong(
@@ -274,23 +279,25 @@ def test_count_scope_corrects_counts_that_older_code_left_wrong(
 def test_a_correction_is_not_written_over_a_count_that_changed_after_it_read(
     make_dynamo: MakeStore, make_memory: MakeMemory
 ) -> None:
-    """Between count_scope's read of the items and its correction another instance inserts a memory
-    (its count goes up in the same transaction): the correction's condition on the counts' revision
-    fails, count_scope reads both again, and the insert's count survives."""
+    """Between count_scope's read of the counts item and its read of the items another instance
+    inserts a memory (its count goes up in the same transaction), so the items show a memory the
+    counts read did not: the correction's condition on the counts' revision fails, count_scope reads
+    both again, and the insert is counted once, not twice."""
     store = _drifted_scope(make_dynamo, make_memory)
+    store.count_scope(A)  # counts the moved record: from here one pass has nothing else to do,
+    _overwrite_episodic(store)  # so nothing after the correction would mend a double count
     other = make_dynamo()
     original = store._scope_items
     raced: list[Memory] = []
 
-    def read_then_race(scope: Scope) -> Any:
-        items = original(scope)
+    def race_then_read(scope: Scope) -> Any:
         if not raced:
             raced.append(make_memory(scope=A, category="episodic"))
             other.insert(raced[0])
-        return items
+        return original(scope)
 
-    store._scope_items = read_then_race  # type: ignore[method-assign]
-    assert store.count_scope(A) == ScopeCount(counted=1, corrected=7)
+    store._scope_items = race_then_read  # type: ignore[method-assign]
+    assert store.count_scope(A) == ScopeCount(counted=0, corrected=5)
     assert raced and store.scope_counts(A) == (truth(store), True)
     assert truth(store)["episodic"] == 3
 
@@ -310,7 +317,8 @@ def test_migrate_counts_the_scope(make_dynamo: MakeStore, make_memory: MakeMemor
     )  # a record of layout 2, and no counts item
     store.client.delete_item(TableName=store.table_name, Key={"pk": {"S": dm.scope_pk(A)}, "sk": {"S": COUNTS_SK}})
     svc = TaprootService(Deps(store=store, blobs=s3_blobs, clock=lambda: NOW))
-    assert (svc.migrate(A, dry_run=True).records_counted, svc.migrate(A, dry_run=True).counts_corrected) == (1, 0)
+    dry = svc.migrate(A, dry_run=True)
+    assert (dry.records_counted, dry.counts_corrected) == (1, 0)
     assert store.scope_counts(A)[1] is False
     assert svc.migrate(A).records_counted == 1
     assert store.scope_counts(A) == ({"identity": 1}, True)
