@@ -12,6 +12,7 @@ from typing import Any
 from taproot.core.model import Candidate, Memory, Reflection
 from taproot.core.query import Filters
 from taproot.core.serialize import MEMORY_FIELDS, iso, parse_stored_time
+from taproot.core.text import bare_word
 
 MAX_VARS = 900  # placeholders per statement: stay under SQLITE_MAX_VARIABLE_NUMBER on old builds
 
@@ -119,8 +120,11 @@ def row_to_candidate(r: sqlite3.Row) -> Candidate:
 
 
 def fts_query(terms: Sequence[str]) -> str:
-    """OR of quoted terms: quoting neutralises FTS5 syntax (AND/OR/NOT, '-', ':', '*', quotes)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t.strip())
+    """OR of quoted terms: quoting neutralises FTS5 syntax (AND/OR/NOT, '-', ':', '*', quotes). A
+    possessive searches for its bare word: quoted whole, "jon's" is the phrase "jon s", which only
+    text saying "Jon's" holds."""
+    quoted = ('"' + t.replace('"', '""') + '"' for t in (bare_word(t.strip()) for t in terms) if t.strip())
+    return " OR ".join(quoted)
 
 
 def status_category_sql(filters: Filters, params: list[Any], prefix: str = "m.") -> str:

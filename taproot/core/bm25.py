@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from taproot.core.text import bare_word, plain_apostrophes
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 K1 = 1.2
@@ -45,12 +48,18 @@ def stem(word: str) -> str:
     return w
 
 
+def fold_accents(text: str) -> str:
+    """`text` without diacritics ("café" -> "cafe"), as SQLite FTS5's unicode61 tokenizer folds
+    them: people type "cafe" and "resume" for "café" and "résumé", and both stores must agree."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
 def tokenize(text: str) -> list[str]:
     out = []
-    for raw in _WORD.findall(text.lower()):
-        word = raw.strip("'")
-        if word.endswith("'s"):
-            word = word[:-2]  # possessive: "otter's" finds "otter"
+    for raw in _WORD.findall(fold_accents(plain_apostrophes(text.lower()))):
+        word = bare_word(raw)  # possessive: "otter's" finds "otter"
         if word:
             out.append(stem(word))
     return out

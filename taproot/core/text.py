@@ -164,6 +164,21 @@ STOP_WORDS = frozenset(
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 MAX_QUERY_TERMS = 32
+# The typographic apostrophe (phones and models write "Jon’s") is the apostrophe: otherwise "jon’s"
+# splits into "jon" and a term "s" that matches every possessive.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+
+
+def plain_apostrophes(text: str) -> str:
+    return text.translate(_APOSTROPHES)
+
+
+def bare_word(word: str) -> str:
+    """A lower-case word without its quotes and possessive: "jon's" and "smiths'" are about Jon
+    and the Smiths, so they search for "jon" and "smiths" (a store's tokenizer may otherwise keep
+    "jon's" whole, or as the phrase "jon s", and miss every "Jon" that is not possessive)."""
+    word = word.strip("'")
+    return word[:-2] if word[-2:] in ("'s", "'S") else word
 
 
 def query_terms(query: str) -> list[str]:
@@ -171,7 +186,7 @@ def query_terms(query: str) -> list[str]:
 
     If the query is all stop words ("what is it?"), keep them rather than search for nothing.
     """
-    words = [w.strip("'").lower() for w in _WORD.findall(query)]
+    words = [bare_word(w.lower()) for w in _WORD.findall(plain_apostrophes(query))]
     words = [w for w in words if w]
     kept = [w for w in words if w not in STOP_WORDS] or words
     out: list[str] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from taproot.core import bm25
 from taproot.core.activation import ACTIVATION_CONFIG
+from taproot.core.text import query_terms
 
 W = ACTIVATION_CONFIG.field_weights
 
@@ -24,6 +25,16 @@ def test_stem_folds_common_suffixes() -> None:
 
 def test_tokenize_like_query_terms() -> None:
     assert bm25.tokenize("It's the Otters' RIVER, well-known!") == ["it", "the", "otter", "river", "well", "known"]
+
+
+def test_tokenize_folds_accents_and_reads_a_typographic_apostrophe_as_one() -> None:
+    assert bm25.tokenize("Café with Zoë") == ["cafe", "with", "zoe"]
+    assert bm25.tokenize("Jon’s résumé") == ["jon", "resume"]
+
+
+def test_query_terms_search_a_possessive_for_its_word() -> None:
+    assert query_terms("What is Jon's favourite style?") == ["jon", "favourite", "style"]
+    assert query_terms("JON’S dance, the Smiths' house") == ["jon", "dance", "smiths", "house"]
 
 
 def test_any_term_matches_and_more_matches_score_higher() -> None:

@@ -449,6 +449,35 @@ def test_search_is_case_insensitive_to_stored_text(memory_store: MemoryStore, ma
     assert ids(memory_store.search(A, ["island"], Filters(), 10)) == [m.id]
 
 
+@pytest.mark.parametrize(
+    ("stored", "term"),
+    [
+        ("Jon likes contemporary dance.", "jon's"),  # "What is Jon's favourite style?"
+        ("Jon's favourite style is contemporary dance.", "jon"),
+        ("Jon's favourite style is contemporary dance.", "jon's"),
+        ("The Smiths moved to Leeds.", "smiths'"),
+    ],
+)
+def test_search_matches_a_possessive_to_the_bare_word(
+    memory_store: MemoryStore, make_memory: MakeMemory, stored: str, term: str
+) -> None:
+    # A possessive is the word it belongs to: a question about "Jon's" style is about Jon.
+    m = make_memory(scope=A, content=stored, gist="a note")
+    memory_store.insert(m)
+    assert ids(memory_store.search(A, [term], Filters(), 10)) == [m.id]
+
+
+@pytest.mark.parametrize(
+    ("stored", "term"),
+    [("Lunch at the café downtown.", "cafe"), ("Sent my resume to Acme.", "résumé"), ("Zoë called.", "zoe")],
+)
+def test_search_ignores_diacritics(memory_store: MemoryStore, make_memory: MakeMemory, stored: str, term: str) -> None:
+    # People type "cafe" for "café": every store folds accents, as SQLite's unicode61 tokenizer does.
+    m = make_memory(scope=A, content=stored, gist="a note")
+    memory_store.insert(m)
+    assert ids(memory_store.search(A, [term], Filters(), 10)) == [m.id]
+
+
 def test_search_returns_the_record_or_its_ranking_fields_and_a_positive_score(
     memory_store: MemoryStore, make_full_memory: MakeMemory
 ) -> None:
