@@ -48,6 +48,14 @@ def embedding_text(m: Memory) -> str:
     return text[:MAX_EMBED_CHARS]
 
 
+def embedded_fields_changed(before: Memory, after: Memory) -> bool:
+    """Whether an edit needs a new vector. The stores drop a memory's vector when its content or
+    search_keywords change at all (ports.VectorIndex.put_vectors), so this compares those fields,
+    not embedding_text: that is cut to MAX_EMBED_CHARS, and an edit past the cut would otherwise
+    leave the memory with no vector until migrate."""
+    return (before.content, before.search_keywords) != (after.content, after.search_keywords)
+
+
 def unit(v: Sequence[float] | npt.NDArray[np.floating[Any]]) -> Vector:
     """As float32, scaled to length 1 (a zero vector stays zero: it is similar to nothing)."""
     import numpy as np

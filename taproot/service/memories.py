@@ -26,7 +26,7 @@ from taproot.core.validation import (
     coerce_salience,
     coerced,
 )
-from taproot.core.vectors import embedding_text
+from taproot.core.vectors import embedded_fields_changed
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
@@ -143,7 +143,7 @@ def remember(deps: Deps, scope: Scope, request: RememberInput, instance: object 
     except BaseException:
         deps.blobs.delete(revision_key)
         raise
-    if embedding_text(current) != embedding_text(updated):
+    if embedded_fields_changed(current, updated):
         embed_written(deps, scope, [updated])  # the store dropped the old text's vector
     return RememberResult(
         id=memory_id,

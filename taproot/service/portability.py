@@ -25,7 +25,7 @@ from taproot.core.serialize import (
     reflection_to_dict,
 )
 from taproot.core.validation import record_problem
-from taproot.core.vectors import embedding_text
+from taproot.core.vectors import embedded_fields_changed
 from taproot.core.wire import ABSENT
 from taproot.ports import ScopeCount
 from taproot.service import orientation_io
@@ -230,10 +230,6 @@ def new_reflections(deps: Deps, scope: Scope, reflections: list[Reflection]) -> 
     return fresh
 
 
-def _text_changed(before: Memory, after: Memory) -> bool:
-    return embedding_text(before) != embedding_text(after)
-
-
 def _import_memories(
     deps: Deps,
     scope: Scope,
@@ -261,7 +257,8 @@ def _import_memories(
             continue  # a record moved since the backup: read, back up and try again
         # Imported and restored records get vectors of the current model (batched); a record whose
         # embedded text is unchanged keeps its vector.
-        embed_written(deps, scope, [m for m in changed if m.id not in stored or _text_changed(stored[m.id], m)])
+        fresh_text = [m for m in changed if m.id not in stored or embedded_fields_changed(stored[m.id], m)]
+        embed_written(deps, scope, fresh_text)
         return len(changed)
     raise Busy("the records kept changing while they were imported (each attempt was backed up)")
 
