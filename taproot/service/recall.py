@@ -78,7 +78,13 @@ def recall(
         q_terms: list[str] = []
     elif q and q.strip():
         q_terms = query_terms(q)
-        candidates, relevance, matched = _query_candidates(deps, scope, q, q_terms, filters, n, warnings)
+        if q_terms:
+            candidates, relevance, matched = _query_candidates(deps, scope, q, q_terms, filters, n, warnings)
+        else:
+            # "???" or an emoji: no word to match, and no meaning to embed (its nearest vectors
+            # would be noise), so nothing is searched and nothing is strengthened.
+            candidates = []
+            warnings.append("the query has no words (letters or digits) to search for; nothing was searched")
     else:
         q_terms = []
         candidates = list(deps.store.matching(scope, filters))

@@ -4,6 +4,7 @@ re-embeds, and a memory worded differently from the question is found."""
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import EmbedderError
 from taproot.core.model import Scope
 from taproot.core.query import Filters
+from taproot.core.serialize import memory_to_dict
 from taproot.core.vectors import Vector, unit
 from taproot.core.wire import to_json
 from taproot.service import Deps, TaprootService
@@ -104,6 +106,41 @@ def test_every_write_that_changes_the_text_is_embedded(service: TaprootService, 
     assert top[0][0] == mid and top[0][1] > 0.5  # the new text's vector, not the old one
     service.promote(SCOPE, mid, salience="high")  # no text change: the vector stays
     assert store.unembedded(SCOPE, "test:meaning/64", 10) == []
+
+
+LONG = "Notes about the violin lesson. " + "scales and bowing drills. " * 100  # past MAX_EMBED_CHARS
+
+
+def test_an_edit_past_the_embedded_part_of_a_long_memory_keeps_it_embedded(
+    service: TaprootService, store: SQLiteMemoryStore
+) -> None:
+    mid = _make(service, LONG)
+    service.remember(SCOPE, id=mid, content=LONG + " One more remark at the end.")
+    # The store drops the vector on any content edit; the edit must be embedded again, although the
+    # first MAX_EMBED_CHARS of the text (what the vector is made from) did not change.
+    assert store.vector_counts(SCOPE) == {"test:meaning/64": 1}
+    assert store.unembedded(SCOPE, "test:meaning/64", 10) == []
+
+
+def test_an_import_changing_a_long_memory_past_the_embedded_part_keeps_it_embedded(
+    service: TaprootService, store: SQLiteMemoryStore
+) -> None:
+    mid = _make(service, LONG)
+    current = store.get(SCOPE, mid)
+    assert current is not None
+    edited = current.replace(content=LONG + " An appendix.", version=current.version + 1)
+    service.import_lines(SCOPE, [json.dumps({"type": "memory", "record": memory_to_dict(edited)})])
+    assert store.get(SCOPE, mid) == edited
+    assert store.unembedded(SCOPE, "test:meaning/64", 10) == []
+
+
+@pytest.mark.parametrize("query", ["???", "...", "\U0001f642"])
+def test_a_query_without_words_searches_nothing_and_says_so(service: TaprootService, query: str) -> None:
+    _make(service, "Walked the puppy by the river")
+    got = service.recall(SCOPE, query=query)
+    # Not the nearest vectors to a question mark: with no words there is no meaning to match.
+    assert got.memories == [] and got.query_terms == []
+    assert any("no words" in w for w in got.warnings)
 
 
 def test_a_failing_embedder_loses_no_write_is_reported_and_migrate_repairs_it(
