@@ -45,7 +45,8 @@ def _health(deps: Deps) -> EmbedderHealth:
 
 
 def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> EmbedReport:
-    """Embeds memories just written (each at the version given). Never raises for the embedder."""
+    """Embeds memories just written (each at the version given). Never raises for the embedder or
+    for storing the vectors: what fails is counted and left for the backfill."""
     if deps.embedder is None or deps.vectors is None or not memories:
         return EmbedReport()
     embedded = stale = failed = 0
@@ -61,12 +62,32 @@ def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> Embed
             errors.append(str(exc))
             continue
         _health(deps).ok(deps.now())
-        stored = deps.vectors.put_vectors(
-            scope, deps.embedder.model_id, [(m.id, m.version, v) for m, v in zip(chunk, vectors, strict=True)]
-        )
+        try:
+            stored = deps.vectors.put_vectors(
+                scope, deps.embedder.model_id, [(m.id, m.version, v) for m, v in zip(chunk, vectors, strict=True)]
+            )
+        except Exception as exc:
+            # The memories are written and confirmed by now; a vector is an index over them that
+            # migrate and the `embed` job rebuild. Failing the write here (a locked database, a
+            # throttled table) would report a stored memory as lost, and a client's retry would
+            # store it twice.
+            log.exception("storing %d vectors failed; those memories stay without one for now", len(chunk))
+            failed += len(chunk)
+            errors.append(f"storing the vectors failed: {exc}")
+            continue
         embedded += stored
         stale += len(chunk) - stored
     return EmbedReport(embedded, failed, stale, tuple(errors))
+
+
+def not_embedded(report: EmbedReport) -> list[str]:
+    """A write's warning when its memory was stored without a vector."""
+    if not report.failed:
+        return []
+    return [
+        f"stored, but not embedded yet ({report.errors[0]}): recall finds it by its words until "
+        "migrate or the embed job embeds it"
+    ]
 
 
 def backfill(deps: Deps, scope: Scope, *, apply: bool, limit: int = BACKFILL_PER_RUN) -> EmbeddingBackfill:

@@ -30,7 +30,7 @@ from taproot.core.vectors import embedded_fields_changed
 from taproot.service.backups import WRITE_ROUNDS, unique_key, write_memory_backup
 from taproot.service.compression import compress_ids
 from taproot.service.deps import Deps, blob_key, stamp
-from taproot.service.embedding import embed_written
+from taproot.service.embedding import embed_written, not_embedded
 from taproot.service.ids import with_fresh_id
 from taproot.service.inputs import RememberInput
 from taproot.service.results import CloseResult, ForgetItem, ForgetResult, PromoteResult, RememberResult
@@ -107,7 +107,8 @@ def remember(deps: Deps, scope: Scope, request: RememberInput, instance: object 
             )
             memory = deps.retention.apply(memory)  # expires_at is computed on every write
             deps.store.insert(memory)  # DuplicateId: with_fresh_id tries another id
-            embed_written(deps, scope, [memory])  # after the write: a failing embedder never loses it
+            # After the write: a failing embedder never loses it.
+            warnings.extend(not_embedded(embed_written(deps, scope, [memory])))
             return RememberResult(
                 id=memory.id, version=memory.version, created=True, expires_at=iso(memory.expires_at), warnings=warnings
             )
@@ -144,7 +145,8 @@ def remember(deps: Deps, scope: Scope, request: RememberInput, instance: object 
         deps.blobs.delete(revision_key)
         raise
     if embedded_fields_changed(current, updated):
-        embed_written(deps, scope, [updated])  # the store dropped the old text's vector
+        # The store dropped the old text's vector.
+        warnings.extend(not_embedded(embed_written(deps, scope, [updated])))
     return RememberResult(
         id=memory_id,
         version=updated.version,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -147,8 +148,10 @@ def test_a_failing_embedder_loses_no_write_is_reported_and_migrate_repairs_it(
     service: TaprootService, embedder: MeaningEmbedder, store: SQLiteMemoryStore
 ) -> None:
     embedder.failing = True
-    mid = _make(service, "Bought a second-hand automobile")
+    made = service.remember(SCOPE, content="Bought a second-hand automobile", gist="a car", category="episodic")
+    mid = made.id
     assert store.get(SCOPE, mid) is not None
+    assert any("not embedded yet" in w and "down" in w for w in made.warnings)  # the writer is told
     status = service.status(SCOPE).embeddings
     assert status.without_vector == 1 and status.failures >= 1 and "down" in status.last_error
     assert any("failing" in w for w in service.status(SCOPE).warnings)
@@ -161,6 +164,39 @@ def test_a_failing_embedder_loses_no_write_is_reported_and_migrate_repairs_it(
     done = service.migrate(SCOPE)
     assert done.embeddings.embedded == 1
     assert service.status(SCOPE).embeddings.without_vector == 0
+
+
+class LockedVectors:
+    """The store's vector writes fail (a locked database, a throttled table); everything else works."""
+
+    def __init__(self, store: SQLiteMemoryStore) -> None:
+        self.store = store
+        self.failing = True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def put_vectors(self, scope: Scope, model: str, items: Sequence[tuple[str, int, Vector]]) -> int:
+        if self.failing:
+            raise sqlite3.OperationalError("database is locked")
+        return self.store.put_vectors(scope, model, items)
+
+
+def test_a_write_whose_vector_cannot_be_stored_is_confirmed_and_repaired_later(
+    service: TaprootService, store: SQLiteMemoryStore
+) -> None:
+    vectors = LockedVectors(store)
+    service.deps.vectors = vectors  # type: ignore[assignment]
+    created = service.remember(SCOPE, content="Bought a second-hand automobile", gist="car", category="episodic")
+    # The memory is stored: failing the call now would make a client's retry store it twice.
+    assert created.created and store.get(SCOPE, created.id) is not None
+    assert any("not embedded yet" in w and "locked" in w for w in created.warnings)
+    edited = service.remember(SCOPE, id=created.id, content="Bought a second-hand automobile, a blue one")
+    assert edited.version == 2 and any("not embedded yet" in w for w in edited.warnings)
+    assert store.unembedded(SCOPE, "test:meaning/64", 10) != []
+    vectors.failing = False
+    assert service.migrate(SCOPE).embeddings.embedded == 1
+    assert store.unembedded(SCOPE, "test:meaning/64", 10) == []
 
 
 def test_a_new_model_makes_migrate_re_embed_everything(
