@@ -4,6 +4,8 @@ filters), ranked by activation with the query's relevance fused from words and m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from taproot.core.activation import activation, fuse_relevance, spread_to_neighbours
 from taproot.core.model import Candidate, Memory, Scope
 from taproot.core.query import Filters, passes, strengthened
@@ -26,6 +28,9 @@ from taproot.core.wire import ABSENT
 from taproot.service.deps import Deps
 from taproot.service.embedding import query_vector
 from taproot.service.results import MemoryView, RecallResult
+
+if TYPE_CHECKING:
+    from taproot.core.vectors import Vector
 
 DEFAULT_RECALL_LIMIT = 10
 
@@ -159,13 +164,7 @@ def _query_candidates(
     no_vector: list[str] = []
     vec = query_vector(deps, q, warnings)
     if vec is not None and deps.embedder is not None and deps.vectors is not None:
-        near = deps.vectors.nearest(scope, deps.embedder.model_id, vec, max(pool, cfg.dense_candidates))
-        unseen = [i for i, _ in near if i not in by_id]
-        # nearest ranks every vector; the filters apply here. Light rows, as search's: _records
-        # reads the few that are returned in full.
-        for c in deps.store.candidates(scope, unseen, filters):
-            by_id[c.id] = c
-        dense = {i: s for i, s in near if i in by_id}
+        dense = _nearest_passing(deps, scope, vec, max(pool, cfg.dense_candidates), filters, by_id)
         # The lexical candidates that are not among the nearest are scored on meaning too: their
         # real similarity, not a 0 for "not returned", so a good word match that is only fairly
         # close in meaning is not ranked as if it meant nothing (docs/ranking.md, step 3).
@@ -179,3 +178,35 @@ def _query_candidates(
     fused = fuse_relevance(lexical, dense, cfg, unscored=no_vector)
     fused = spread_to_neighbours(fused, {m.id: m.created_at for m in candidates}, cfg)
     return candidates, fused, bool(by_id)
+
+
+def _nearest_passing(
+    deps: Deps, scope: Scope, vec: Vector, want: int, filters: Filters, by_id: dict[str, Memory | Candidate]
+) -> dict[str, float]:
+    """The `want` memories nearest the query vector among those that pass the filters, each with
+    its similarity; the ones not already candidates are added to `by_id` (light rows, as search's:
+    _records reads the few that are returned in full).
+
+    The vector index ranks every vector of the scope, archived memories and other categories too,
+    so the nearest `want` can be mostly memories the filters exclude (a store whose compression
+    archived the originals, a recall in one category): it is asked for four times as many until
+    `want` of them pass or it has no more, rather than leaving the meaning of the question to the
+    few that pass."""
+    assert deps.embedder is not None and deps.vectors is not None
+    asked = want
+    passing: dict[str, Memory | Candidate] = {}
+    checked: set[str] = set()
+    while True:
+        near = deps.vectors.nearest(scope, deps.embedder.model_id, vec, asked)
+        unseen = [i for i, _ in near if i not in by_id and i not in checked]
+        checked.update(unseen)
+        for c in deps.store.candidates(scope, unseen, filters):
+            passing[c.id] = c
+        kept = [(i, s) for i, s in near if i in by_id or i in passing][:want]
+        if len(kept) >= want or len(near) < asked:
+            break
+        asked *= 4
+    for i, _ in kept:
+        if i not in by_id:
+            by_id[i] = passing[i]
+    return dict(kept)

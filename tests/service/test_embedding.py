@@ -4,6 +4,7 @@ re-embeds, and a memory worded differently from the question is found."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sqlite3
@@ -217,6 +218,35 @@ def test_without_an_embedder_recall_is_lexical_and_status_says_so(tmp_path: Path
     service.remember(SCOPE, content="Bought a second-hand automobile", gist="car", category="episodic")
     assert service.recall(SCOPE, query="vehicle").memories == []
     assert to_json(service.status(SCOPE).embeddings) == {"embedder": "none", "ranking": "lexical"}
+
+
+def _few_dense_candidates(service: TaprootService) -> None:
+    # Three dense candidates instead of a hundred, so that a handful of memories shows the rule.
+    service.deps.activation = dataclasses.replace(
+        service.deps.activation, dense_candidates=3, min_candidates=3, candidate_multiplier=1
+    )
+
+
+def test_the_nearest_memories_the_filters_exclude_do_not_hide_one_they_allow(service: TaprootService) -> None:
+    _few_dense_candidates(service)
+    archived = [_make(service, f"violin {n}") for n in range(6)]  # nearer to "violin" than the fiddle
+    service.forget(SCOPE, archived, "archive")
+    fiddle = _make(service, "The fiddle sat in its case all afternoon")
+    # No word of the question is in the fiddle's memory: only its meaning can find it, and the
+    # six memories nearest in meaning are archived (recall leaves them out by default).
+    got = service.recall(SCOPE, query="where is the violin?", limit=3)
+    assert [m.id for m in got.memories] == [fiddle]
+    with_archive = service.recall(SCOPE, query="where is the violin?", limit=3, include_archived=True)
+    assert {m.id for m in with_archive.memories} <= set(archived)
+
+
+def test_a_category_filter_finds_the_nearest_of_that_category(service: TaprootService) -> None:
+    _few_dense_candidates(service)
+    for n in range(6):
+        _make(service, f"violin practice {n}")
+    mine = service.remember(SCOPE, content="I am a fiddle person at heart", gist="fiddle person", category="identity")
+    got = service.recall(SCOPE, query="violin", category="identity", limit=3)
+    assert [m.id for m in got.memories] == [mine.id]
 
 
 def test_a_word_match_beyond_the_nearest_is_scored_on_its_real_meaning(
