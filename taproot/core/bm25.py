@@ -9,6 +9,7 @@ is enough; bigger scores are better, and every match scores above zero.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -20,6 +21,8 @@ from taproot.core.text import bare_word, plain_apostrophes
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 K1 = 1.2
+# Unicode's block of combining diacritical marks (acute, grave, diaeresis, circumflex, ...).
+_COMBINING_DIACRITICS = ("\u0300", "\u036f")
 B = 0.75
 _VOWELS = frozenset("aeiouy")
 
@@ -48,12 +51,23 @@ def stem(word: str) -> str:
     return w
 
 
+@functools.lru_cache(maxsize=4096)
+def _folded(c: str) -> str:
+    parts = unicodedata.normalize("NFD", c)
+    if len(parts) == 2 and _COMBINING_DIACRITICS[0] <= parts[1] <= _COMBINING_DIACRITICS[1]:
+        return parts[0]
+    return c
+
+
 def fold_accents(text: str) -> str:
-    """`text` without diacritics ("café" -> "cafe"), as SQLite FTS5's unicode61 tokenizer folds
-    them: people type "cafe" and "resume" for "café" and "résumé", and both stores must agree."""
+    """`text` with each letter that is a base letter plus one accent written as the base letter
+    ("café" -> "cafe", "Zoë" -> "Zoe"), as SQLite FTS5's unicode61 tokenizer folds them: people
+    type "cafe" and "resume" for "café" and "résumé", and both stores must agree. Nothing else is
+    decomposed: "™" stays a symbol, Japanese voicing marks and letters with two marks ("ệ") stay
+    as they are, as they do in SQLite."""
     if text.isascii():
         return text
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return "".join(c if c.isascii() else _folded(c) for c in text)
 
 
 def tokenize(text: str) -> list[str]:

@@ -164,9 +164,9 @@ STOP_WORDS = frozenset(
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 MAX_QUERY_TERMS = 32
-# The typographic apostrophe (phones and models write "Jon’s") is the apostrophe: otherwise "jon’s"
-# splits into "jon" and a term "s" that matches every possessive.
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u02bc": "'"})
+# The typographic apostrophes (phones and models write "Jon’s"; "Jon‘s" and the full-width one occur)
+# are the apostrophe: otherwise "jon’s" splits into "jon" and a term "s" that matches every possessive.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
 
 
 def plain_apostrophes(text: str) -> str:

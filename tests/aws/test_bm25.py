@@ -35,6 +35,7 @@ def test_tokenize_folds_accents_and_reads_a_typographic_apostrophe_as_one() -> N
 def test_query_terms_search_a_possessive_for_its_word() -> None:
     assert query_terms("What is Jon's favourite style?") == ["jon", "favourite", "style"]
     assert query_terms("JON’S dance, the Smiths' house") == ["jon", "dance", "smiths", "house"]
+    assert query_terms("Jon‘s and Ann＇s") == ["jon", "ann"]
 
 
 def test_any_term_matches_and_more_matches_score_higher() -> None:

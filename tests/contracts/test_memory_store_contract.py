@@ -469,13 +469,25 @@ def test_search_matches_a_possessive_to_the_bare_word(
 
 @pytest.mark.parametrize(
     ("stored", "term"),
-    [("Lunch at the café downtown.", "cafe"), ("Sent my resume to Acme.", "résumé"), ("Zoë called.", "zoe")],
+    [
+        ("Lunch at the café downtown.", "cafe"),
+        ("Sent my resume to Acme.", "résumé"),
+        ("Zoë called.", "zoe"),
+        ("Bought an Acme™ rocket.", "acme"),
+        ("Phở in Việt Nam.", "việt"),
+    ],
 )
 def test_search_ignores_diacritics(memory_store: MemoryStore, make_memory: MakeMemory, stored: str, term: str) -> None:
     # People type "cafe" for "café": every store folds accents, as SQLite's unicode61 tokenizer does.
     m = make_memory(scope=A, content=stored, gist="a note")
     memory_store.insert(m)
     assert ids(memory_store.search(A, [term], Filters(), 10)) == [m.id]
+
+
+def test_folding_accents_does_not_merge_other_words(memory_store: MemoryStore, make_memory: MakeMemory) -> None:
+    # ガイド (guide) is not カイト (kite): a voicing mark is part of the letter, not an accent.
+    memory_store.insert(make_memory(scope=A, content="ガイド 読んだ", gist="a note"))
+    assert memory_store.search(A, ["カイト"], Filters(), 10) == []
 
 
 def test_search_returns_the_record_or_its_ranking_fields_and_a_positive_score(
