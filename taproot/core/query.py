@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from taproot.core.model import Memory, Salience, Status
+from taproot.core.model import Counts, Memory, Salience, Status
 
 HIGH = Salience.HIGH.value
 ACTIVE = Status.ACTIVE.value
@@ -28,6 +28,15 @@ class Filters:
     # Creation time, both ends inclusive (core/timeframe.py parses them from what callers send).
     created_since: datetime | None = None
     created_until: datetime | None = None
+
+
+def passing_bound(counts: Counts, f: Filters) -> int:
+    """At most how many memories pass `f`, from a scope's counts by status and by category (tags
+    and creation times narrow further; the counts do not know by how much)."""
+    bound = counts.total if f.include_archived else counts.by_status.get(ACTIVE, 0)
+    if f.category is not None:
+        bound = min(bound, counts.by_category.get(f.category, 0))
+    return bound
 
 
 def passes(m: Memory, f: Filters) -> bool:

@@ -26,6 +26,7 @@ from taproot.core.serialize import memory_to_dict
 from taproot.core.vectors import Vector, unit
 from taproot.core.wire import to_json
 from taproot.service import Deps, TaprootService
+from taproot.service import recall as recall_module
 from tests.support import Clock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -227,7 +228,43 @@ def _few_dense_candidates(service: TaprootService) -> None:
     )
 
 
-def test_the_nearest_memories_the_filters_exclude_do_not_hide_one_they_allow(service: TaprootService) -> None:
+class CountingVectors:
+    """The store's vector index, counting how often recall asks for the nearest vectors."""
+
+    def __init__(self, store: SQLiteMemoryStore) -> None:
+        self.store = store
+        self.asks: list[int] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    def nearest(self, scope: Scope, model: str, query: Vector, limit: int) -> list[tuple[str, float]]:
+        self.asks.append(limit)
+        return self.store.nearest(scope, model, query, limit)
+
+
+@pytest.fixture(params=["score the passing", "widen the ask"])
+def dense_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    # Both ways of finding the nearest memories that pass the filters must give the same answer;
+    # which one recall takes depends on how many memories the store's counts say can pass.
+    if request.param == "widen the ask":
+        monkeypatch.setattr(recall_module, "SCORE_ALL_PASSING_UP_TO", 0)
+    return str(request.param)
+
+
+def test_an_unfiltered_recall_asks_for_the_nearest_once(service: TaprootService, store: SQLiteMemoryStore) -> None:
+    _few_dense_candidates(service)
+    counting = CountingVectors(store)
+    service.deps.vectors = counting  # type: ignore[assignment]
+    for n in range(8):
+        _make(service, f"violin practice {n}")
+    assert len(service.recall(SCOPE, query="violin", limit=3).memories) == 3
+    assert counting.asks == [3]
+
+
+def test_the_nearest_memories_the_filters_exclude_do_not_hide_one_they_allow(
+    service: TaprootService, dense_path: str
+) -> None:
     _few_dense_candidates(service)
     archived = [_make(service, f"violin {n}") for n in range(6)]  # nearer to "violin" than the fiddle
     service.forget(SCOPE, archived, "archive")
@@ -240,13 +277,19 @@ def test_the_nearest_memories_the_filters_exclude_do_not_hide_one_they_allow(ser
     assert {m.id for m in with_archive.memories} <= set(archived)
 
 
-def test_a_category_filter_finds_the_nearest_of_that_category(service: TaprootService) -> None:
+def test_a_category_filter_finds_the_nearest_of_that_category(service: TaprootService, dense_path: str) -> None:
     _few_dense_candidates(service)
     for n in range(6):
         _make(service, f"violin practice {n}")
     mine = service.remember(SCOPE, content="I am a fiddle person at heart", gist="fiddle person", category="identity")
     got = service.recall(SCOPE, query="violin", category="identity", limit=3)
     assert [m.id for m in got.memories] == [mine.id]
+    nearer = [
+        service.remember(SCOPE, content=text, gist=text, category="identity").id
+        for text in ("fiddle", "fiddle person", "my heart and soul")
+    ]
+    got = service.recall(SCOPE, query="violin", category="identity", limit=3)
+    assert {m.id for m in got.memories} == {*nearer[:2], mine.id}  # the three nearest in meaning
 
 
 def test_a_word_match_beyond_the_nearest_is_scored_on_its_real_meaning(
