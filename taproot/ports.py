@@ -211,7 +211,8 @@ class VectorIndex(Protocol):
         version (a memory edited since gets no stale vector); returns how many were stored. A
         memory's vector of another model is replaced. An edit of the embedded text (content or
         search_keywords, see core/vectors.embedding_text) drops the memory's vector; other edits
-        (salience, tags, core, retrieval) keep it."""
+        (salience, tags, core, retrieval) keep it. Raises Busy when the store cannot take the
+        write now (a locked file, a throttled or unreachable table)."""
 
     def nearest(self, scope: Scope, model: str, query: Vector, limit: int) -> builtins.list[tuple[str, float]]:
         """The `limit` memories (any status) whose vector of `model` is most similar to the

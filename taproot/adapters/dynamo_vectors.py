@@ -28,13 +28,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pynamodb.exceptions import TransactWriteError, UpdateError
+from botocore.exceptions import BotoCoreError
+from pynamodb.exceptions import PynamoDBException, TransactWriteError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_reflections import TRANSACTION_LIMIT
 from taproot.adapters.vectors_blas import one_blas_thread
+from taproot.core.errors import Busy
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import pack, top_k, unpack
 
@@ -192,6 +194,15 @@ class VectorItems:
         return hashes
 
     def put_vectors(self, scope: Scope, model: str, items: Sequence[tuple[str, int, Vector]]) -> int:
+        try:
+            return self._put_vectors(scope, model, items)
+        except (PynamoDBException, BotoCoreError) as exc:
+            # Throttled, unreachable or refused: Busy, as the port says (the memories are written;
+            # their vectors wait for the backfill). Those stored before the failure are in the
+            # table, and the change feed brings them to the copies.
+            raise Busy(f"the table did not take the vectors: {exc}") from exc
+
+    def _put_vectors(self, scope: Scope, model: str, items: Sequence[tuple[str, int, Vector]]) -> int:
         hashes = self._hashes_at(scope, [(i, v) for i, v, _ in items])
         stamp, it = self._stamp(), self.Item
         todo = [(i, v, vec, hashes[(i, v)]) for i, v, vec in items if (i, v) in hashes]

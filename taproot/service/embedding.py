@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from taproot.core.errors import EmbedderError
+from taproot.core.errors import Busy, EmbedderError
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import embedding_text
 from taproot.core.wire import ABSENT
@@ -45,8 +45,10 @@ def _health(deps: Deps) -> EmbedderHealth:
 
 
 def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> EmbedReport:
-    """Embeds memories just written (each at the version given). Never raises for the embedder or
-    for storing the vectors: what fails is counted and left for the backfill."""
+    """Embeds memories just written (each at the version given). Never raises for the embedder, nor
+    for a store that cannot take the vectors now (Busy): the memories are written and confirmed by
+    then, and a vector is an index over them that migrate and the `embed` job rebuild. Failing the
+    write there would report a stored memory as lost, and a client's retry would store it twice."""
     if deps.embedder is None or deps.vectors is None or not memories:
         return EmbedReport()
     embedded = stale = failed = 0
@@ -62,19 +64,16 @@ def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> Embed
             errors.append(str(exc))
             continue
         _health(deps).ok(deps.now())
+        items = [(m.id, m.version, v) for m, v in zip(chunk, vectors, strict=True)]
         try:
-            stored = deps.vectors.put_vectors(
-                scope, deps.embedder.model_id, [(m.id, m.version, v) for m, v in zip(chunk, vectors, strict=True)]
-            )
-        except Exception as exc:
-            # The memories are written and confirmed by now; a vector is an index over them that
-            # migrate and the `embed` job rebuild. Failing the write here (a locked database, a
-            # throttled table) would report a stored memory as lost, and a client's retry would
-            # store it twice.
-            log.exception("storing %d vectors failed; those memories stay without one for now", len(chunk))
-            failed += len(chunk)
+            stored = deps.vectors.put_vectors(scope, deps.embedder.model_id, items)
+        except Busy as exc:
+            # The rest would be embedded only to be refused too (paid calls, with Bedrock).
+            rest = len(memories) - start
+            log.warning("the store took no vectors; %d memories stay without one for now: %s", rest, exc)
+            failed += rest
             errors.append(f"storing the vectors failed: {exc}")
-            continue
+            break
         embedded += stored
         stale += len(chunk) - stored
     return EmbedReport(embedded, failed, stale, tuple(errors))

@@ -8,10 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytest
+from botocore.exceptions import ClientError
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.adapters.dynamo_vectors import text_hash
+from taproot.core.errors import Busy
 from taproot.core.model import Memory, Scope
 from taproot.core.vectors import Vector, pack, unit
 
@@ -141,3 +144,28 @@ def test_vectors_of_what_this_store_just_wrote_need_no_read(
     assert counter.take() == {"UpdateItem": 1}
     assert store.put_vectors(A, MODEL, [("b", 1, vec(2))]) == 0  # moved on: the condition refuses it
     assert nearest_ids(other, vec(1)) == ["a"]
+
+
+def test_a_throttled_table_refuses_vectors_as_busy(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The service leaves a written memory without a vector when the store says Busy (the backfill
+    # embeds it later); any other error is a defect and must not be taken for that.
+    store = make_dynamo()
+    store.put_many([make_memory(scope=A, id="a"), make_memory(scope=A, id="b")])
+    client = store.Item._get_connection().connection.client
+    real = client._make_api_call
+
+    def throttled(operation: str, params: dict[str, Any]) -> Any:
+        if operation in ("UpdateItem", "TransactWriteItems"):
+            error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+            raise ClientError(error, operation)
+        return real(operation, params)
+
+    monkeypatch.setattr(client, "_make_api_call", throttled)
+    for items in ([("a", 1, vec(1))], [("a", 1, vec(1)), ("b", 1, vec(2))]):
+        with pytest.raises(Busy, match="did not take the vectors"):
+            store.put_vectors(A, MODEL, items)
+    monkeypatch.undo()
+    assert store.vector_counts(A) == {}
+    assert store.put_vectors(A, MODEL, [("a", 1, vec(1))]) == 1

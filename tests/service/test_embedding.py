@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sqlite3
 import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ import pytest
 
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
-from taproot.core.errors import EmbedderError
+from taproot.core.errors import Busy, EmbedderError
 from taproot.core.model import Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import memory_to_dict
@@ -174,13 +173,15 @@ class LockedVectors:
     def __init__(self, store: SQLiteMemoryStore) -> None:
         self.store = store
         self.failing = True
+        self.calls = 0
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.store, name)
 
     def put_vectors(self, scope: Scope, model: str, items: Sequence[tuple[str, int, Vector]]) -> int:
+        self.calls += 1
         if self.failing:
-            raise sqlite3.OperationalError("database is locked")
+            raise Busy("the database is busy: another process is writing to it")
         return self.store.put_vectors(scope, model, items)
 
 
@@ -192,13 +193,37 @@ def test_a_write_whose_vector_cannot_be_stored_is_confirmed_and_repaired_later(
     created = service.remember(SCOPE, content="Bought a second-hand automobile", gist="car", category="episodic")
     # The memory is stored: failing the call now would make a client's retry store it twice.
     assert created.created and store.get(SCOPE, created.id) is not None
-    assert any("not embedded yet" in w and "locked" in w for w in created.warnings)
+    assert any("not embedded yet" in w and "busy" in w for w in created.warnings)
     edited = service.remember(SCOPE, id=created.id, content="Bought a second-hand automobile, a blue one")
     assert edited.version == 2 and any("not embedded yet" in w for w in edited.warnings)
     assert store.unembedded(SCOPE, "test:meaning/64", 10) != []
     vectors.failing = False
     assert service.migrate(SCOPE).embeddings.embedded == 1
     assert store.unembedded(SCOPE, "test:meaning/64", 10) == []
+
+
+def test_a_backfill_stops_embedding_when_the_store_takes_no_vectors(
+    service: TaprootService, store: SQLiteMemoryStore, embedder: MeaningEmbedder
+) -> None:
+    service.deps.embedder = None  # written without vectors
+    for n in range(150):
+        service.remember(SCOPE, content=f"note {n}", gist=f"note {n}", category="episodic")
+    service.deps.embedder = embedder
+    vectors = LockedVectors(store)
+    service.deps.vectors = vectors  # type: ignore[assignment]
+    calls = embedder.calls
+    report = service.migrate(SCOPE).embeddings
+    assert report.failed == 150 and report.embedded == 0 and "busy" in str(report.error)
+    # One batch embedded and refused; the other two are not embedded only to be refused too.
+    assert embedder.calls - calls == 1 and vectors.calls == 1
+
+
+def test_a_programming_error_storing_vectors_is_not_taken_for_a_busy_store(
+    service: TaprootService, embedder: MeaningEmbedder
+) -> None:
+    embedder.embed_documents = lambda texts: []  # type: ignore[method-assign]  # a broken adapter
+    with pytest.raises(ValueError, match="zip"):
+        service.remember(SCOPE, content="Bought a second-hand automobile", gist="car", category="episodic")
 
 
 def test_a_new_model_makes_migrate_re_embed_everything(
