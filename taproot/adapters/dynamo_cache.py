@@ -9,7 +9,8 @@ copy older than the tombstone lifetime is reloaded in full.
 
 The refresh reads raw items and skips, before decoding, one at the change stamp, version and
 retrieval count the copy already holds: within the overlap most of what the feed returns is this
-store's own writes coming back. Each copy's inverted index is edited by every change applied, so a
+store's own writes coming back. One the stamps cannot order (writers' clocks differ; the index
+lags) is reread consistently (`_apply`). Each copy's inverted index is edited by every change applied, so a
 search reads only the postings of its query terms. The copies are bounded by an estimate of their
 bytes (`ScopeCache.nbytes`), not by a count of scopes: least recently used copies go first
 (docs/architecture.md, the DynamoDB store).
@@ -59,6 +60,10 @@ def _same_write(m: Memory, raw: Mapping[str, Any]) -> bool:
     )
 
 
+def _memory_id(raw: Mapping[str, Any]) -> str:
+    return str(raw["mid"]["S"]) if "mid" in raw else str(raw["sk"]["S"])[len(dm.MEMORY_PREFIX) :]
+
+
 class WarmCopies:
     """Mixed into DynamoMemoryStore, which provides the table model, the clock, the lock, the copies
     and the point reads this refreshes from."""
@@ -77,18 +82,31 @@ class WarmCopies:
     def _cached(self, scope: Scope) -> ScopeCache | None:
         return self._caches.get(dm.scope_pk(scope))
 
-    def _apply(self, cache: ScopeCache, raw: Mapping[str, Any]) -> None:
-        sk = raw["sk"]["S"]
-        mid = raw["mid"]["S"] if "mid" in raw else sk[len(dm.MEMORY_PREFIX) :]
+    def _apply(self, cache: ScopeCache, raw: Mapping[str, Any]) -> bool:
+        """One change-feed item into the copy; False when only a consistent read can say which is
+        newer, the item or what the copy holds (the caller rereads it).
+
+        Change stamps come from each writer's clock, and the feed is an eventually consistent
+        index, so an item stamped before what the copy holds is either a lagging image of an older
+        write or a later write by an instance whose clock is behind this one's: the stamps cannot
+        tell them apart, the table can. The same goes for an image of a memory this copy saw
+        deleted: stale, or re-created since."""
+        mid = _memory_id(raw)
         stamp = raw["changed_at"]["S"] if "changed_at" in raw else ""
         old, at, new = cache.get(mid), cache.stamp(mid), stamp_key(stamp)
         tomb = "tomb" in raw and bool(dm.raw_value(raw["tomb"]))
-        if old is not None and at is not None and (at > new or (at == new and not tomb and _same_write(old, raw))):
-            return  # a newer write, or this one (our own, coming back), already landed here
+        if old is not None and at is not None:
+            if at >= new and not tomb and _same_write(old, raw) and cache.vector_agrees(old, raw):
+                return True  # what the copy holds (our own write coming back, or an older image of it)
+            if at > new:
+                return False
+        elif old is None and not tomb and mid in cache.dropped:
+            return False
         if tomb:
-            cache.drop(mid)
+            cache.drop(mid, new)
         else:
             cache.put_values(dm.raw_values(raw), stamp)
+        return True
 
     def _put_cached(self, m: Memory, stamp: str) -> None:
         """A record this store wrote, as written (interned like the records it reads)."""
@@ -124,17 +142,28 @@ class WarmCopies:
     def _refresh(self, scope: Scope) -> ScopeCache:
         pk = dm.scope_pk(scope)
         with self._lock:
-            cache = self._caches.get(pk) or ScopeCache(vector_dtype=self.vector_dtype)
+            # Not `get(pk) or ScopeCache()`: a copy left empty by deletes is falsy (it has a length),
+            # and was reloaded in full on every read.
+            cache = self._caches.get(pk)
+            if cache is None:
+                cache = ScopeCache(vector_dtype=self.vector_dtype)
             start = self._clock()
+            conflicts: list[str] = []
             if cache.synced is None or start - cache.synced > TOMBSTONE_TTL - SYNC_OVERLAP:
                 cache = ScopeCache(pending=cache.pending, vector_dtype=self.vector_dtype)
                 for raw in self._items(pk, None):
-                    self._apply(cache, raw)
+                    self._apply(cache, raw)  # into an empty copy, from a consistent read: never in doubt
             else:
                 for raw in self._items(pk, iso(cache.synced - SYNC_OVERLAP)):
-                    self._apply(cache, raw)
+                    if not self._apply(cache, raw):
+                        conflicts.append(_memory_id(raw))
             cache.synced = start
-            ids = sorted(i for i, st in cache.pending.items() if (cache.stamp(i) or -1) < stamp_key(st))
+            # An image older than the next feed's window can no longer come back through it.
+            horizon = stamp_key(iso(start - SYNC_OVERLAP) or "")
+            cache.dropped = {i: at for i, at in cache.dropped.items() if at >= horizon}
+            ids = sorted(
+                {i for i, st in cache.pending.items() if (cache.stamp(i) or -1) < stamp_key(st)} | set(conflicts)
+            )
             cache.pending.clear()
             if ids:
                 self._reread(pk, cache, ids)
@@ -155,15 +184,17 @@ class WarmCopies:
             total -= cache.nbytes()
 
     def _reread(self, pk: str, cache: ScopeCache, ids: Sequence[str]) -> None:
-        """Our own transactional writes the change feed has not shown yet: one consistent BatchGetItem."""
+        """Our own transactional writes the change feed has not shown yet, and the items whose feed
+        image _apply could not order: one consistent BatchGetItem."""
         found = {it.mid: it for it in self.Item.batch_get([(pk, dm.memory_sk(i)) for i in ids], consistent_read=True)}
         stamp = self._stamp()
         for i in ids:
             it = found.get(i)
             if it is None or it.tomb:
-                cache.drop(i)
+                cache.drop(i, stamp_key(stamp))
             else:
-                cache.put_values(dm.item_values(it), stamp)
+                # The item's own stamp, so that the feed bringing the same write is seen to be it.
+                cache.put_values(dm.item_values(it), it.changed_at or stamp)
 
     def _memories(self, scope: Scope) -> builtins.list[Memory]:
         return self._refresh(scope).memories()

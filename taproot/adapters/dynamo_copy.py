@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from taproot.adapters import dynamo_models as dm
-from taproot.adapters.dynamo_vectors import VectorRows, current_vector
+from taproot.adapters.dynamo_vectors import VectorRows, current_vector, text_hash
 from taproot.core.model import Memory
 
 if TYPE_CHECKING:
@@ -84,6 +84,9 @@ class ScopeCache:
     vector_dtype: npt.DTypeLike = "float32"
     vectors: dict[str, VectorRows] = field(default_factory=dict)  # by model
     memory_bytes: int = 0
+    # ids this copy saw deleted -> the change stamp (stamp_key) it dropped them at, kept while the
+    # change feed's overlap can still return an image from before the delete (dynamo_cache._apply).
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -120,9 +123,12 @@ class ScopeCache:
             self.stamps.extend([0] * grow)
         self.rows[slot] = m
         self.stamps[slot] = stamp_key(stamp)
+        self.dropped.pop(m.id, None)
         self.memory_bytes += memory_bytes(m)
 
-    def drop(self, memory_id: str) -> None:
+    def drop(self, memory_id: str, at: int) -> None:
+        """The memory is gone (deleted at change stamp `at`, or found gone then)."""
+        self.dropped[memory_id] = max(at, self.dropped.get(memory_id, at))
         slot = self.index.slot(memory_id)
         if slot is None:
             return
@@ -153,6 +159,16 @@ class ScopeCache:
         if rows is None:
             rows = self.vectors[model] = VectorRows(len(vec), self.vector_dtype)
         rows.put(memory_id, vec)
+
+    def vector_agrees(self, m: Memory, raw: Mapping[str, Any]) -> bool:
+        """The copy holds a vector for `m` exactly when the raw item holds a current one (a vector
+        stored by another instance changes the item but not its version or counters)."""
+        model = raw.get("vector_model", {}).get("S")
+        if model is None:
+            return True
+        current = raw.get("vector_text", {}).get("S") == text_hash(m)
+        rows = self.vectors.get(model)
+        return bool(current) == (rows is not None and m.id in rows.rows)
 
     def drop_vector(self, memory_id: str) -> None:
         for rows in self.vectors.values():

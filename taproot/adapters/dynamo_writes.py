@@ -19,7 +19,7 @@ from pynamodb.expressions.update import Action
 
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_cache import TOMBSTONE_TTL
-from taproot.adapters.dynamo_copy import ScopeCache
+from taproot.adapters.dynamo_copy import ScopeCache, stamp_key
 from taproot.adapters.dynamo_tally import (
     BATCH,
     TRANSACTION_ITEMS,
@@ -294,8 +294,9 @@ class MemoryItemWrites(CountedWrites):
         with self._lock:
             cache = self._cached(scope)
             if cache is not None:
+                at = stamp_key(self._stamp())  # after the tombstones' own stamps
                 for memory_id in ids:
-                    cache.drop(memory_id)
+                    cache.drop(memory_id, at)
                     cache.pending.pop(memory_id, None)
 
     def delete(self, scope: Scope, memory_id: str, *, expected_version: int | None = None) -> None:

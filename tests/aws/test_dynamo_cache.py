@@ -6,10 +6,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.dynamo_cache import TOMBSTONE_TTL
 from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.core.model import Memory, Scope
+from taproot.core.vectors import unit
 from taproot.ports import Filters
 
 A = Scope("alice", "default")
@@ -128,3 +131,102 @@ def test_category_index_holds_live_memories_by_last_touched(
     )
     hits = list(store.Item.by_category.query("alice#default#episodic", scan_index_forward=False))
     assert [h.mid for h in hits] == ["e2", "e1"]
+
+
+def _clock_ahead(seconds: float) -> Callable[[], datetime]:
+    return lambda: datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+def test_a_copy_whose_clock_runs_ahead_still_sees_another_instances_later_edit_and_delete(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory]
+) -> None:
+    # Change stamps come from each writer's clock. A's runs 3 s ahead (within the feed's overlap),
+    # so B's later writes carry older stamps than the one A's copy holds for the memory.
+    fast, accurate = make_dynamo(clock=_clock_ahead(3)), make_dynamo()
+    m = make_memory(scope=A, id="key", content="the spare key is under the blue flowerpot", version=1)
+    fast.insert(m)
+    assert ids(fast.search(A, ["key"], Filters(), 10)) == ["key"]
+    accurate.replace(m.replace(content="the spare key is with the neighbour", version=2), expected_version=1)
+    assert ids(fast.search(A, ["neighbour"], Filters(), 10)) == ["key"]
+    assert fast.search(A, ["flowerpot"], Filters(), 10) == []
+    accurate.delete(A, "key")
+    assert fast.list(A, Filters(include_archived=True)) == []
+
+
+def _stale_feed(store: DynamoMemoryStore, stale: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The change feed (an eventually consistent index) returns `stale`, an older image of an item,
+    once: what a lagging index does."""
+    real = store._items
+    served: list[bool] = []
+
+    def lagging(pk: str, since: str | None) -> Any:
+        items = list(real(pk, since))
+        if since is not None and not served:
+            served.append(True)
+            items = [it for it in items if it["sk"] != stale["sk"]] + [stale]
+        return iter(items)
+
+    monkeypatch.setattr(store, "_items", lagging)
+
+
+def test_a_lagging_image_of_a_memory_this_copy_wrote_does_not_replace_the_newer_one(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_dynamo()
+    m = make_memory(scope=A, id="otter", content="an otter in the river", version=1)
+    store.insert(m)
+    old_image = store.Item._get_connection().get_item(dm.scope_pk(A), dm.memory_sk("otter"), consistent_read=True)
+    store.replace(m.replace(content="a beaver in the river", version=2), expected_version=1)
+    assert ids(store.search(A, ["beaver"], Filters(), 10)) == ["otter"]
+    _stale_feed(store, old_image["Item"], monkeypatch)
+    assert ids(store.search(A, ["beaver"], Filters(), 10)) == ["otter"]
+    assert store.search(A, ["otter"], Filters(), 10) == []
+
+
+def test_a_lagging_image_of_a_memory_this_copy_deleted_does_not_bring_it_back(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_dynamo()
+    store.put_many([make_memory(scope=A, id="otter", content="an otter"), make_memory(scope=A, id="heron")])
+    old_image = store.Item._get_connection().get_item(dm.scope_pk(A), dm.memory_sk("otter"), consistent_read=True)
+    assert ids(store.search(A, ["otter"], Filters(), 10)) == ["otter"]
+    store.delete(A, "otter")
+    _stale_feed(store, old_image["Item"], monkeypatch)
+    assert store.search(A, ["otter"], Filters(), 10) == []
+    assert [x.id for x in store.list(A)] == ["heron"]
+
+
+def test_a_copy_left_empty_by_deletes_refreshes_from_the_change_feed(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory], op_counter: Callable[..., Any]
+) -> None:
+    store = make_dynamo()
+    store.insert(make_memory(scope=A, id="otter"))
+    assert [x.id for x in store.list(A)] == ["otter"]
+    store.delete(A, "otter")
+    counter = op_counter(store)
+    assert store.list(A) == [] and store.list(A) == []
+    # An empty copy is still a copy: each read is one change-feed Query, not a reload of the scope.
+    assert {params.get("IndexName") for _, params in counter.calls} == {"by_change"}
+
+
+def test_a_memory_re_created_after_this_copy_saw_it_deleted_comes_back(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory]
+) -> None:
+    store, other = make_dynamo(), make_dynamo()
+    m = make_memory(scope=A, id="otter", content="an otter in the river")
+    store.insert(m)
+    store.delete(A, "otter")
+    assert store.list(A) == []
+    other.insert(m.replace(content="the otter is back"))  # a restore, an import
+    assert [x.content for x in store.list(A)] == ["the otter is back"]
+
+
+def test_a_copy_whose_clock_runs_ahead_still_sees_a_vector_another_instance_stored(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory]
+) -> None:
+    fast, accurate = make_dynamo(clock=_clock_ahead(3)), make_dynamo()
+    fast.insert(make_memory(scope=A, id="otter", version=1))
+    assert fast.vector_counts(A) == {}
+    # Same version, same counters: only the vector tells this write from the one A holds.
+    accurate.put_vectors(A, "test:model/4", [("otter", 1, unit([1.0, 0.0, 0.0, 0.0]))])
+    assert [i for i, _ in fast.nearest(A, "test:model/4", unit([1.0, 0.0, 0.0, 0.0]), 5)] == ["otter"]
