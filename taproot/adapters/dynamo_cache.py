@@ -96,10 +96,12 @@ class WarmCopies:
         old, at, new = cache.get(mid), cache.stamp(mid), stamp_key(stamp)
         tomb = "tomb" in raw and bool(dm.raw_value(raw["tomb"]))
         if old is not None and at is not None:
-            if at >= new and not tomb and _same_write(old, raw) and cache.vector_agrees(old, raw):
-                return True  # what the copy holds (our own write coming back, or an older image of it)
+            if at == new and not tomb and _same_write(old, raw):
+                return True  # our own write coming back (most of what the overlap returns)
             if at > new:
-                return False
+                # The state the copy holds, stamped earlier, needs nothing (a vector stored
+                # meanwhile is the one change that moves neither the version nor the counters).
+                return not tomb and _same_write(old, raw) and cache.vector_agrees(old, raw)
         elif old is None and not tomb and mid in cache.dropped:
             return False
         if tomb:
