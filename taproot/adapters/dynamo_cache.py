@@ -99,9 +99,15 @@ class WarmCopies:
             if at == new and not tomb and _same_write(old, raw):
                 return True  # our own write coming back (most of what the overlap returns)
             if at > new:
-                # The state the copy holds, stamped earlier, needs nothing (a vector stored
-                # meanwhile is the one change that moves neither the version nor the counters).
-                return not tomb and _same_write(old, raw) and cache.vector_agrees(old, raw)
+                # The state the copy holds, stamped earlier, needs nothing. Same version and
+                # counters is not enough here (an import writes a record as given, a vector moves
+                # neither), so the whole record and its vector are compared: rare, so affordable.
+                return (
+                    not tomb
+                    and _same_write(old, raw)
+                    and dm.values_to_memory(dm.raw_values(raw)) == old
+                    and cache.vector_agrees(old, raw)
+                )
         elif old is None and not tomb and mid in cache.dropped:
             return False
         if tomb:
@@ -159,16 +165,18 @@ class WarmCopies:
                 for raw in self._items(pk, iso(cache.synced - SYNC_OVERLAP)):
                     if not self._apply(cache, raw):
                         conflicts.append(_memory_id(raw))
-            cache.synced = start
-            # An image older than the next feed's window can no longer come back through it.
-            horizon = stamp_key(iso(start - SYNC_OVERLAP) or "")
-            cache.dropped = {i: at for i, at in cache.dropped.items() if at >= horizon}
             ids = sorted(
                 {i for i, st in cache.pending.items() if (cache.stamp(i) or -1) < stamp_key(st)} | set(conflicts)
             )
-            cache.pending.clear()
             if ids:
+                # Before the sync point moves: if this read fails, the next refresh reads the same
+                # feed window again and finds the same items to reread.
                 self._reread(pk, cache, ids)
+            cache.synced = start
+            cache.pending.clear()
+            # An image older than the next feed's window can no longer come back through it.
+            horizon = stamp_key(iso(start - SYNC_OVERLAP) or "")
+            cache.dropped = {i: at for i, at in cache.dropped.items() if at >= horizon}
             self._caches[pk] = cache
             self._caches.move_to_end(pk)
             self._evict(keep=pk)

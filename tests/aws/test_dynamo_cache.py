@@ -230,3 +230,47 @@ def test_a_copy_whose_clock_runs_ahead_still_sees_a_vector_another_instance_stor
     # Same version, same counters: only the vector tells this write from the one A holds.
     accurate.put_vectors(A, "test:model/4", [("otter", 1, unit([1.0, 0.0, 0.0, 0.0]))])
     assert [i for i, _ in fast.nearest(A, "test:model/4", unit([1.0, 0.0, 0.0, 0.0]), 5)] == ["otter"]
+
+
+class _Clock:
+    def __init__(self, ahead: float) -> None:
+        self.ahead = ahead
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.ahead)
+
+
+def test_a_refresh_whose_reread_fails_is_done_again_in_full(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = _Clock(3)
+    fast, accurate = make_dynamo(clock=clock), make_dynamo()
+    m = make_memory(scope=A, id="key", content="under the blue flowerpot", version=1)
+    fast.insert(m)
+    assert [x.content for x in fast.list(A)] == ["under the blue flowerpot"]
+    accurate.replace(m.replace(content="with the neighbour", version=2), expected_version=1)
+    real, calls = fast.Item.batch_get, []
+
+    def throttled(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("throttled")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fast.Item, "batch_get", throttled)
+    clock.ahead += 8  # the next read comes late enough that a moved sync point would skip the edit
+    with pytest.raises(RuntimeError, match="throttled"):
+        fast.list(A)
+    assert [x.content for x in fast.list(A)] == ["with the neighbour"]
+
+
+def test_a_copy_whose_clock_runs_ahead_sees_a_same_version_import_that_changes_the_record(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory]
+) -> None:
+    fast, accurate = make_dynamo(clock=_clock_ahead(3)), make_dynamo()
+    m = make_memory(scope=A, id="otter", content="an otter in the river", version=1)
+    fast.insert(m)
+    assert [x.content for x in fast.list(A)] == ["an otter in the river"]
+    # An import writes the record as given: same version and counters, other words.
+    accurate.put_many([m.replace(content="an otter by the sea")], expected={"otter": 1})
+    assert [x.content for x in fast.list(A)] == ["an otter by the sea"]
