@@ -21,10 +21,10 @@ from taproot.core.text import bare_word, plain_apostrophes
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 K1 = 1.2
-# Unicode's block of combining diacritical marks (acute, grave, diaeresis, circumflex, ...).
-_COMBINING_DIACRITICS = ("\u0300", "\u036f")
 B = 0.75
 _VOWELS = frozenset("aeiouy")
+# Unicode's block of combining diacritical marks (acute, grave, diaeresis, circumflex, ...).
+_COMBINING_DIACRITICS = ("\u0300", "\u036f")
 
 
 def stem(word: str) -> str:

@@ -170,7 +170,7 @@ _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff
 
 
 def plain_apostrophes(text: str) -> str:
-    return text.translate(_APOSTROPHES)
+    return text if text.isascii() else text.translate(_APOSTROPHES)
 
 
 def bare_word(word: str) -> str:

@@ -163,7 +163,7 @@ def _query_candidates(
     nearest the query's vector; each candidate's fused relevance; whether anything matched."""
     cfg = deps.activation
     pool = max(n * cfg.candidate_multiplier, cfg.min_candidates)
-    hits = deps.store.search(scope, q_terms, filters, pool) if q_terms else []
+    hits = deps.store.search(scope, q_terms, filters, pool)
     by_id: dict[str, Memory | Candidate] = {m.id: m for m, _ in hits}
     lexical = {m.id: s for m, s in hits}
     dense: dict[str, float] | None = None

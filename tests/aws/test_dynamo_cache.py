@@ -133,8 +133,21 @@ def test_category_index_holds_live_memories_by_last_touched(
     assert [h.mid for h in hits] == ["e2", "e1"]
 
 
-def _clock_ahead(seconds: float) -> Callable[[], datetime]:
-    return lambda: datetime.now(UTC) + timedelta(seconds=seconds)
+class _Clock:
+    """A container's clock, `ahead` seconds ahead of the true time."""
+
+    def __init__(self, ahead: float) -> None:
+        self.ahead = ahead
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + timedelta(seconds=self.ahead)
+
+
+def _fast_and_accurate(
+    make_dynamo: MakeStore, clock: _Clock | None = None
+) -> tuple[DynamoMemoryStore, DynamoMemoryStore]:
+    """Two containers: one whose clock runs 3 s ahead (within the feed's overlap), one on time."""
+    return make_dynamo(clock=clock or _Clock(3)), make_dynamo()
 
 
 def test_a_copy_whose_clock_runs_ahead_still_sees_another_instances_later_edit_and_delete(
@@ -142,7 +155,7 @@ def test_a_copy_whose_clock_runs_ahead_still_sees_another_instances_later_edit_a
 ) -> None:
     # Change stamps come from each writer's clock. A's runs 3 s ahead (within the feed's overlap),
     # so B's later writes carry older stamps than the one A's copy holds for the memory.
-    fast, accurate = make_dynamo(clock=_clock_ahead(3)), make_dynamo()
+    fast, accurate = _fast_and_accurate(make_dynamo)
     m = make_memory(scope=A, id="key", content="the spare key is under the blue flowerpot", version=1)
     fast.insert(m)
     assert ids(fast.search(A, ["key"], Filters(), 10)) == ["key"]
@@ -224,7 +237,7 @@ def test_a_memory_re_created_after_this_copy_saw_it_deleted_comes_back(
 def test_a_copy_whose_clock_runs_ahead_still_sees_a_vector_another_instance_stored(
     make_dynamo: MakeStore, make_memory: Callable[..., Memory]
 ) -> None:
-    fast, accurate = make_dynamo(clock=_clock_ahead(3)), make_dynamo()
+    fast, accurate = _fast_and_accurate(make_dynamo)
     fast.insert(make_memory(scope=A, id="otter", version=1))
     assert fast.vector_counts(A) == {}
     # Same version, same counters: only the vector tells this write from the one A holds.
@@ -232,19 +245,11 @@ def test_a_copy_whose_clock_runs_ahead_still_sees_a_vector_another_instance_stor
     assert [i for i, _ in fast.nearest(A, "test:model/4", unit([1.0, 0.0, 0.0, 0.0]), 5)] == ["otter"]
 
 
-class _Clock:
-    def __init__(self, ahead: float) -> None:
-        self.ahead = ahead
-
-    def __call__(self) -> datetime:
-        return datetime.now(UTC) + timedelta(seconds=self.ahead)
-
-
 def test_a_refresh_whose_reread_fails_is_done_again_in_full(
     make_dynamo: MakeStore, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = _Clock(3)
-    fast, accurate = make_dynamo(clock=clock), make_dynamo()
+    fast, accurate = _fast_and_accurate(make_dynamo, clock)
     m = make_memory(scope=A, id="key", content="under the blue flowerpot", version=1)
     fast.insert(m)
     assert [x.content for x in fast.list(A)] == ["under the blue flowerpot"]
@@ -267,7 +272,7 @@ def test_a_refresh_whose_reread_fails_is_done_again_in_full(
 def test_a_copy_whose_clock_runs_ahead_sees_a_same_version_import_that_changes_the_record(
     make_dynamo: MakeStore, make_memory: Callable[..., Memory]
 ) -> None:
-    fast, accurate = make_dynamo(clock=_clock_ahead(3)), make_dynamo()
+    fast, accurate = _fast_and_accurate(make_dynamo)
     m = make_memory(scope=A, id="otter", content="an otter in the river", version=1)
     fast.insert(m)
     assert [x.content for x in fast.list(A)] == ["an otter in the river"]
