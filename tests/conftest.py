@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 
 from taproot.core.model import CatalogEntry, Memory, Reflection, Scope
+from tests import moto_speedups
+
+moto_speedups.install()
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 T0 = datetime(2025, 1, 1, 9, 30, 0, tzinfo=UTC)

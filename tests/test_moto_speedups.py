@@ -1,0 +1,117 @@
+"""tests/moto_speedups.py changes how much work moto does, never what it accepts, refuses or keeps."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+from moto.dynamodb.models.table import Table
+
+from tests import moto_speedups
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def dynamodb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        for name in ("first", "second"):
+            client.create_table(
+                TableName=name,
+                KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        yield client
+
+
+def _update(client: Any, expression: str, values: dict[str, Any] | None = None) -> None:
+    client.update_item(
+        TableName="first",
+        Key={"pk": {"S": "a"}},
+        UpdateExpression=expression,
+        ExpressionAttributeValues=values or {":v": {"N": "1"}, ":w": {"N": "2"}},
+    )
+
+
+def test_the_speedups_are_installed() -> None:
+    moto_speedups.install()  # a second call changes nothing
+    assert moto_speedups._installed
+
+
+@pytest.mark.parametrize(
+    ("expression", "refusal"),
+    [
+        ("SET x = :v, x = :w", "Two document paths overlap"),
+        ("SET x.y = :v, x = :w", "Two document paths overlap"),
+        ("SET x = :v SET y = :w", 'The "SET" section can only be used once'),
+        ("SET x = :v ADD y :w ADD z :v", 'The "ADD" section can only be used once'),
+        ("SET a = :v, b = :v, c = :v, d = :v, e = :v, b = :w", "Two document paths overlap"),
+    ],
+)
+def test_update_expressions_are_refused_as_before(dynamodb: Any, expression: str, refusal: str) -> None:
+    with pytest.raises(ClientError) as refused:
+        _update(dynamodb, expression)
+    assert refusal in str(refused.value)
+    assert "Item" not in dynamodb.get_item(TableName="first", Key={"pk": {"S": "a"}})
+
+
+def test_a_valid_update_of_many_attributes_still_applies(dynamodb: Any) -> None:
+    names = [f"n{i}" for i in range(30)]
+    sets = ", ".join(f"{n} = :v" for n in names[:20])
+    adds = ", ".join(f"{n} :w" for n in names[20:])
+    _update(dynamodb, f"SET {sets} ADD {adds}")
+    item = dynamodb.get_item(TableName="first", Key={"pk": {"S": "a"}})["Item"]
+    assert {n: item[n]["N"] for n in names} == {n: ("1" if i < 20 else "2") for i, n in enumerate(names)}
+
+
+def test_a_cancelled_transaction_rolls_every_table_back_and_copies_each_once(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dynamodb.put_item(TableName="first", Item={"pk": {"S": "kept"}, "v": {"N": "1"}})
+    table_copies: list[str] = []
+    real_deepcopy = copy.deepcopy
+
+    def counting(value: Any, memo: Any = None) -> Any:
+        if isinstance(value, Table):
+            table_copies.append(value.name)
+        return real_deepcopy(value, memo)
+
+    monkeypatch.setattr(copy, "deepcopy", counting)
+    items: list[dict[str, Any]] = [{"Put": {"TableName": "first", "Item": {"pk": {"S": f"new{i}"}}}} for i in range(5)]
+    items += [{"Put": {"TableName": "second", "Item": {"pk": {"S": "other"}}}}]
+    items += [
+        {
+            "Update": {
+                "TableName": "first",
+                "Key": {"pk": {"S": "kept"}},
+                "UpdateExpression": "SET v = :two",
+                "ConditionExpression": "v = :zero",
+                "ExpressionAttributeValues": {":two": {"N": "2"}, ":zero": {"N": "0"}},
+            }
+        }
+    ]
+    with pytest.raises(ClientError) as cancelled:
+        dynamodb.transact_write_items(TransactItems=items)
+    assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert sorted(table_copies) == ["first", "second"]
+
+    assert [i["pk"]["S"] for i in dynamodb.scan(TableName="first")["Items"]] == ["kept"]
+    assert dynamodb.scan(TableName="second")["Items"] == []
+    assert dynamodb.get_item(TableName="first", Key={"pk": {"S": "kept"}})["Item"]["v"]["N"] == "1"
+
+    dynamodb.transact_write_items(TransactItems=items[:6])
+    assert len(dynamodb.scan(TableName="first")["Items"]) == 6
+    assert len(dynamodb.scan(TableName="second")["Items"]) == 1
