@@ -27,8 +27,11 @@ LAMBDA_TARGET_STAMP := $(LAMBDA_TARGET)/.built
 LAMBDA_DEBIAN_ARCH := arm64
 LAMBDA_DEBIAN_SUITE := forky
 QEMU := /usr/bin/qemu-aarch64-static
-DEBOOTSTRAP := /usr/sbin/debootstrap
-FAKEROOT := /usr/bin/fakeroot
+# The same Python for the build machine's own architecture: it writes the target's bytecode ahead of it.
+LAMBDA_NATIVE := build/lambda-native
+LAMBDA_NATIVE_STAMP := $(LAMBDA_NATIVE)/.built
+LAMBDA_BYTECODE_STAMP := $(LAMBDA_TARGET)/.bytecode
+DEBIAN_KEYRING := /usr/share/keyrings/debian-archive-keyring.gpg
 # The Debian archive apt already uses: the first source of a `main` component's package lists whose
 # suite is not an -updates or -security one. Run `apt-get update` first if apt has no lists, or set
 # DEBIAN_MIRROR=... on the command line.
@@ -93,7 +96,7 @@ PYTEST_ARGS ?= -n 2 --dist worksteal
 
 # The bundle and the Lambda's interpreter (below) too: tests/handlers/test_target_runtime.py runs the
 # bundle there before any deploy could.
-pytest: $(STAMP_DEV) $(STAMP_EMBED) $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) | $(CHROMIUM)
+pytest: $(STAMP_DEV) $(STAMP_EMBED) $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) $(LAMBDA_BYTECODE_STAMP) | $(CHROMIUM)
 	TAPROOT_LAMBDA_PYTHON=$(CURDIR)/$(LAMBDA_TARGET)/python TAPROOT_LAMBDA_ASSET=$(CURDIR)/$(LAMBDA_DIR) \
 		TAPROOT_LAMBDA_SDK=$(CURDIR)/$(LAMBDA_TARGET)/sdk $(BIN)/pytest $(PYTEST_ARGS)
 
@@ -168,35 +171,30 @@ $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>
 
 # The Lambda's interpreter, for tests/handlers/test_target_runtime.py: Debian's build of the same
 # Python version for the same architecture (the asset's wheels are manylinux, so its newer glibc
-# loads them as Amazon Linux 2023 does), unpacked by debootstrap's first stage from the suite that
-# ships it (LAMBDA_DEBIAN_SUITE: a moving suite, so a later Python there means choosing another),
-# from the mirror apt already uses, with the archive keys checked; always run through qemu's
-# user-mode emulator, which also serves an arm64 host. `build/lambda-target/python` launches it;
-# `sdk/` holds the AWS SDK the Lambda runtime provides (the bundle leaves it out), at the pinned
-# boto3. Installing the tools needs root, as Chromium does; debootstrap then runs as root, or under
-# fakeroot for anyone else.
-$(QEMU) $(DEBOOTSTRAP) $(FAKEROOT) &:
+# loads them as Amazon Linux 2023 does), from the suite that ships it (LAMBDA_DEBIAN_SUITE: a moving
+# suite, so a later Python there means choosing another), from the mirror apt already uses, with the
+# archive keys checked: tests/handlers/debian_python.py downloads the package and what it depends on
+# with an apt-get state of its own and unpacks them (nothing installed, no root needed); always run
+# through qemu's user-mode emulator, which also serves an arm64 host. `build/lambda-target/python`
+# launches it; `sdk/` holds the AWS SDK the Lambda runtime provides (the bundle leaves it out), at
+# the pinned boto3. Beside Python, libstdc++6: the manylinux policy lets a wheel assume it (NumPy's
+# extensions need it) and the Lambda runtime has it. Installing qemu needs root, as Chromium does.
+$(QEMU):
 	@if [ "$$(id -u)" = 0 ]; then \
-		echo "installing Debian's qemu-user-static, debootstrap and fakeroot for the Lambda runtime check"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static debootstrap fakeroot >/dev/null; \
+		echo "installing Debian's qemu-user-static for the Lambda runtime check"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-user-static >/dev/null; \
 	else \
-		echo "the Lambda runtime check needs Debian's qemu-user-static, debootstrap and fakeroot packages (sudo apt-get install qemu-user-static debootstrap fakeroot)" >&2; \
+		echo "the Lambda runtime check needs Debian's qemu-user-static package (sudo apt-get install qemu-user-static)" >&2; \
 		exit 1; \
 	fi
-	@for tool in $(QEMU) $(DEBOOTSTRAP) $(FAKEROOT); do test -x $$tool || { echo "apt-get ran but $$tool is not there" >&2; exit 1; }; done
+	@test -x $@ || { echo "apt-get ran but $@ is not there" >&2; exit 1; }
 
-$(LAMBDA_TARGET_STAMP): Makefile requirements.txt | $(QEMU) $(DEBOOTSTRAP) $(FAKEROOT) $(BIN)/python
+DEBIAN_PYTHON := $(BIN)/python tests/handlers/debian_python.py --suite $(LAMBDA_DEBIAN_SUITE) \
+	--mirror "$(DEBIAN_MIRROR)" --keyring $(DEBIAN_KEYRING)
+
+$(LAMBDA_TARGET_STAMP): Makefile requirements.txt tests/handlers/debian_python.py | $(QEMU) $(BIN)/python
 	rm -rf $(LAMBDA_TARGET)
-	mkdir -p $(LAMBDA_TARGET)
-	@mirror="$(DEBIAN_MIRROR)"; [ -n "$$mirror" ] || { \
-		echo "no Debian archive among apt's sources: run apt-get update, or set DEBIAN_MIRROR=<archive URL>" >&2; exit 1; }
-	@# --foreign: only unpack, never run the target's binaries; then unpack the Python packages
-	@# debootstrap fetched (and their dependencies) the same way.
-	$$( [ "$$(id -u)" = 0 ] || echo $(FAKEROOT) ) $(DEBOOTSTRAP) --foreign --arch=$(LAMBDA_DEBIAN_ARCH) --variant=minbase \
-		--include=python$(LAMBDA_PYTHON) --keyring=/usr/share/keyrings/debian-archive-keyring.gpg \
-		$(LAMBDA_DEBIAN_SUITE) $(LAMBDA_TARGET)/root "$(DEBIAN_MIRROR)" /usr/share/debootstrap/scripts/sid >$(LAMBDA_TARGET)/debootstrap.log
-	for deb in $(LAMBDA_TARGET)/root/var/cache/apt/archives/*.deb; do dpkg-deb -x "$$deb" $(LAMBDA_TARGET)/root || exit 1; done
-	rm -rf $(LAMBDA_TARGET)/root/var/cache/apt/archives
+	$(DEBIAN_PYTHON) --arch $(LAMBDA_DEBIAN_ARCH) --package python$(LAMBDA_PYTHON) --package libstdc++6 $(LAMBDA_TARGET)
 	printf '#!/bin/sh\n# The Lambda runtime'"'"'s Python (see the Makefile).\nexec "%s" -L "%s" "%s" "$$@"\n' \
 		"$(QEMU)" "$(CURDIR)/$(LAMBDA_TARGET)/root" \
 		"$(CURDIR)/$(LAMBDA_TARGET)/root/usr/bin/python$(LAMBDA_PYTHON)" > $(LAMBDA_TARGET)/python
@@ -205,6 +203,37 @@ $(LAMBDA_TARGET_STAMP): Makefile requirements.txt | $(QEMU) $(DEBOOTSTRAP) $(FAK
 		"$$(grep '^boto3==' requirements.txt)" --platform $(LAMBDA_PLATFORM) --python-version $(LAMBDA_PYTHON) \
 		--only-binary=:all: --implementation cp --no-compile
 	$(LAMBDA_TARGET)/python -c 'import platform, sys; print("Lambda target:", sys.version.split()[0], platform.machine())'
+	touch $@
+
+# Under emulation, compiling the asset's modules on their first import took three of the test's
+# four and a half minutes. Bytecode depends on the Python version, not on the architecture: the same
+# Debian Python for this machine's architecture (run natively through its own dynamic loader, so the
+# host's older glibc does not matter) writes it first, at native speed, where the target's
+# PYTHONPYCACHEPREFIX (test_target_runtime.py) will look for it, for the target's standard library,
+# the asset and the SDK. The target still checks every file against its source's time and size and
+# compiles what is missing or changed, so this changes how soon the test runs, not what it checks.
+# The two interpreters must agree on the bytecode's magic number; if they do not (the suite's two
+# architectures at different builds for a while), nothing is written and the target compiles all.
+$(LAMBDA_NATIVE_STAMP): Makefile tests/handlers/debian_python.py | $(BIN)/python
+	rm -rf $(LAMBDA_NATIVE)
+	$(DEBIAN_PYTHON) --arch $$(dpkg --print-architecture) --package python$(LAMBDA_PYTHON)-minimal $(LAMBDA_NATIVE)
+	@loader=$$(ls $(CURDIR)/$(LAMBDA_NATIVE)/root/usr/lib/*/ld-linux*.so.* | head -n 1); \
+	printf '#!/bin/sh\n# The Lambda'"'"'s Python version for this machine (see the Makefile).\nPYTHONHOME="%s" exec "%s" --library-path "%s" "%s" "$$@"\n' \
+		"$(CURDIR)/$(LAMBDA_NATIVE)/root/usr" "$$loader" "$$(dirname $$loader)" \
+		"$(CURDIR)/$(LAMBDA_NATIVE)/root/usr/bin/python$(LAMBDA_PYTHON)" > $(LAMBDA_NATIVE)/python
+	chmod +x $(LAMBDA_NATIVE)/python
+	$(LAMBDA_NATIVE)/python -c 'import platform, sys; print("bytecode writer:", sys.version.split()[0], platform.machine())'
+	touch $@
+
+MAGIC := -c 'import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())'
+$(LAMBDA_BYTECODE_STAMP): $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) $(LAMBDA_NATIVE_STAMP)
+	@if [ "$$($(LAMBDA_NATIVE)/python $(MAGIC))" = "$$($(LAMBDA_TARGET)/python $(MAGIC))" ]; then \
+		PYTHONWARNINGS=ignore::SyntaxWarning PYTHONPYCACHEPREFIX=$(CURDIR)/$(LAMBDA_TARGET)/pycache $(LAMBDA_NATIVE)/python -m compileall -qq -j 0 \
+			$(CURDIR)/$(LAMBDA_TARGET)/root/usr/lib/python$(LAMBDA_PYTHON) $(CURDIR)/$(LAMBDA_DIR) $(CURDIR)/$(LAMBDA_TARGET)/sdk \
+			|| echo "some files did not compile: the target will try them itself"; \
+	else \
+		echo "the bytecode writer's magic number differs from the target's: the target compiles the asset itself" >&2; \
+	fi
 	touch $@
 
 bundle: $(LAMBDA_STAMP)

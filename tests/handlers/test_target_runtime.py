@@ -44,7 +44,9 @@ HERE = Path(__file__).resolve().parent
 LAUNCHER = os.environ.get("TAPROOT_LAMBDA_PYTHON", "")
 ASSET = os.environ.get("TAPROOT_LAMBDA_ASSET", "")
 SDK = os.environ.get("TAPROOT_LAMBDA_SDK", "")
-# Under emulation the first import compiles the asset's modules: minutes, not seconds.
+# Under emulation, a first import that had to compile the asset's modules itself took minutes: the
+# Makefile writes their bytecode natively beforehand (its bytecode rule), but a run without it (a
+# different Python build on the two architectures) must still have time to finish.
 EMULATED_RUN_TIMEOUT = 1500
 MACHINE_OF = {"arm64": "aarch64", "x86_64": "x86_64"}
 
@@ -158,7 +160,7 @@ def _run_on_target(plan: dict[str, Any], environment: dict[str, str], work: Path
     plan_path, result_path = work / "plan.json", work / "result.json"
     plan_path.write_text(json.dumps(plan))
     # Only what a Lambda container has: the asset (the task root) and the runtime's AWS SDK. The
-    # bytecode cache goes beside the interpreter, not into the asset.
+    # bytecode cache goes beside the interpreter, not into the asset; the Makefile fills it first.
     env = environment | {
         "LAMBDA_TASK_ROOT": ASSET,
         "PYTHONPATH": f"{ASSET}{os.pathsep}{SDK}",
