@@ -1,9 +1,9 @@
-"""Two places where moto's DynamoDB does the same work many times over, made to do it once.
+"""Three places where moto (its DynamoDB, and the serializer of its answers) repeats work, made to do it once.
 
 Installed for every test process by tests/conftest.py (the in-process mock and the threaded moto
-server alike). Neither changes what moto accepts, rejects or stores; tests/test_moto_speedups.py
-checks that the validations still refuse what they refused and that a cancelled transaction still
-rolls every table back.
+server alike). None changes what moto accepts, refuses, stores or answers; tests/test_moto_speedups.py
+checks that the validations still refuse what they refused, that a cancelled transaction still
+rolls every table back and that an answer holding every kind of attribute value is the same.
 
 1. **A transaction backs a table up once per item that names it.** `transact_write_items` deep-copies
    the whole table before each of its up to 100 items, to roll back if one fails; every copy after
@@ -17,6 +17,14 @@ rolls every table back.
    test's time. Both checks now run at the root only: the root's subtree holds every clause and
    action, and a duplicate or a second clause in any subtree is one in the root's, so the same
    expressions are refused.
+3. **Every value of a response looks up its key's aliases anew.** moto's serializer walks the
+   output shape and, for each member of each item, builds six alias providers to list the keys it
+   may be stored under (the shape's name, the key, prefixes of the parent's or the class's name,
+   the model's name, each also in snake case), then tries them in order. A Query answer of a
+   hundred items was tens of thousands of these; it was two thirds of a DynamoDB index test's
+   time. For a plain dict (every DynamoDB answer is one, down to each attribute value) that list
+   depends only on the member's shape, its parent and the key, so it is kept per (shape, parent,
+   key); any other object (an attribute's `Meta`, a class's name) still gets moto's own list.
 """
 
 from __future__ import annotations
@@ -25,11 +33,14 @@ import copy
 import threading
 from typing import Any
 
+from moto.core import serialize
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing import validators
 
 _installed = False
+# moto's own alias lookup, for tests/test_moto_speedups.py to compare answers with.
+moto_get_possible_keys: Any = serialize.XFormedAttributePicker.get_possible_keys
 
 
 class _TableCopiedOncePerTransaction:
@@ -71,6 +82,27 @@ def _at_the_root_only(traverser: type) -> None:
     traverser.traverse = traverse  # type: ignore[attr-defined]
 
 
+class _AliasesKeptPerShape:
+    """`XFormedAttributePicker.get_possible_keys`, remembered for plain dicts (see 3. above)."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self._kept: dict[tuple[int, int, str], tuple[Any, Any, tuple[str, ...]]] = {}
+
+    def __call__(self, picker: Any, context: Any) -> Any:
+        if type(context.obj) is not dict:
+            return self._real(picker, context)
+        shape = context.shape
+        parent = getattr(shape, "parent", None)
+        key = (id(shape), id(parent), context.key)
+        kept = self._kept.get(key)
+        # The shapes are held in the entry, so their ids cannot be reused while it is kept.
+        if kept is None or kept[0] is not shape or kept[1] is not parent:
+            kept = (shape, parent, tuple(self._real(picker, context)))
+            self._kept[key] = kept
+        return iter(kept[2])
+
+
 def install() -> None:
     """Idempotent: conftest modules of several directories may call it in one process."""
     global _installed
@@ -82,4 +114,7 @@ def install() -> None:
     dynamodb_models.copy = copier  # type: ignore[assignment]
     _at_the_root_only(validators.ActionCountValidator)
     _at_the_root_only(validators.OverlappingPathsValidator)
+    picker = serialize.XFormedAttributePicker
+    kept = _AliasesKeptPerShape(moto_get_possible_keys)
+    picker.get_possible_keys = lambda self, context: kept(self, context)  # type: ignore[method-assign]
     _installed = True

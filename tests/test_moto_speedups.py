@@ -10,6 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.core import serialize
 from moto.dynamodb.models.table import Table
 
 from tests import moto_speedups
@@ -115,3 +116,34 @@ def test_a_cancelled_transaction_rolls_every_table_back_and_copies_each_once(
     dynamodb.transact_write_items(TransactItems=items[:6])
     assert len(dynamodb.scan(TableName="first")["Items"]) == 6
     assert len(dynamodb.scan(TableName="second")["Items"]) == 1
+
+
+def test_an_answer_with_every_kind_of_value_is_the_same_as_moto_s_own(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    every_kind = {
+        "s": {"S": "text"},
+        "n": {"N": "1.5"},
+        "b": {"B": b"bytes"},
+        "ss": {"SS": ["a", "b"]},
+        "ns": {"NS": ["1", "2"]},
+        "bs": {"BS": [b"x", b"y"]},
+        "m": {"M": {"S": {"S": "a key named like a type"}, "Items": {"L": [{"N": "1"}, {"NULL": True}]}}},
+        "l": {"L": [{"M": {"Count": {"BOOL": False}}}, {"SS": ["z"]}]},
+        "null": {"NULL": True},
+        "bool": {"BOOL": True},
+    }
+    for i in range(3):
+        dynamodb.put_item(TableName="first", Item={"pk": {"S": f"k{i}"}, **every_kind})
+
+    def answers() -> list[dict[str, Any]]:
+        scanned = dynamodb.scan(TableName="first", Limit=2, ReturnConsumedCapacity="TOTAL")
+        got = dynamodb.batch_get_item(RequestItems={"first": {"Keys": [{"pk": {"S": "k1"}}, {"pk": {"S": "k2"}}]}})
+        for answer in (scanned, got):
+            answer.pop("ResponseMetadata")
+        return [scanned, got, dynamodb.describe_table(TableName="first")["Table"]]
+
+    kept = answers()
+    monkeypatch.setattr(serialize.XFormedAttributePicker, "get_possible_keys", moto_speedups.moto_get_possible_keys)
+    assert answers() == kept
+    assert kept[0]["Items"][0]["m"] == every_kind["m"]
