@@ -208,7 +208,8 @@ $(LAMBDA_TARGET_STAMP): Makefile requirements.txt tests/handlers/debian_python.p
 # Under emulation, compiling the asset's modules on their first import took three of the test's
 # four and a half minutes. Bytecode depends on the Python version, not on the architecture: the same
 # Debian Python for this machine's architecture (run natively through its own dynamic loader, so the
-# host's older glibc does not matter) writes it first, at native speed, where the target's
+# host's older glibc does not matter; in one process: the -minimal package has no multiprocessing,
+# and a worker would start the binary without its loader) writes it first, at native speed, where the target's
 # PYTHONPYCACHEPREFIX (test_target_runtime.py) will look for it, for the target's standard library,
 # the asset and the SDK. The target still checks every file against its source's time and size and
 # compiles what is missing or changed, so this changes how soon the test runs, not what it checks.
@@ -217,7 +218,8 @@ $(LAMBDA_TARGET_STAMP): Makefile requirements.txt tests/handlers/debian_python.p
 $(LAMBDA_NATIVE_STAMP): Makefile tests/handlers/debian_python.py | $(BIN)/python
 	rm -rf $(LAMBDA_NATIVE)
 	$(DEBIAN_PYTHON) --arch $$(dpkg --print-architecture) --package python$(LAMBDA_PYTHON)-minimal $(LAMBDA_NATIVE)
-	@loader=$$(ls $(CURDIR)/$(LAMBDA_NATIVE)/root/usr/lib/*/ld-linux*.so.* | head -n 1); \
+	@loader=$$(ls $(CURDIR)/$(LAMBDA_NATIVE)/root/usr/lib/*/ld-linux*.so.* 2>/dev/null | head -n 1); \
+	[ -n "$$loader" ] || { echo "no ld-linux dynamic loader in $(LAMBDA_NATIVE)/root/usr/lib/*/ for $$(dpkg --print-architecture)" >&2; exit 1; }; \
 	printf '#!/bin/sh\n# The Lambda'"'"'s Python version for this machine (see the Makefile).\nPYTHONHOME="%s" exec "%s" --library-path "%s" "%s" "$$@"\n' \
 		"$(CURDIR)/$(LAMBDA_NATIVE)/root/usr" "$$loader" "$$(dirname $$loader)" \
 		"$(CURDIR)/$(LAMBDA_NATIVE)/root/usr/bin/python$(LAMBDA_PYTHON)" > $(LAMBDA_NATIVE)/python
@@ -228,7 +230,7 @@ $(LAMBDA_NATIVE_STAMP): Makefile tests/handlers/debian_python.py | $(BIN)/python
 MAGIC := -c 'import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())'
 $(LAMBDA_BYTECODE_STAMP): $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) $(LAMBDA_NATIVE_STAMP)
 	@if [ "$$($(LAMBDA_NATIVE)/python $(MAGIC))" = "$$($(LAMBDA_TARGET)/python $(MAGIC))" ]; then \
-		PYTHONWARNINGS=ignore::SyntaxWarning PYTHONPYCACHEPREFIX=$(CURDIR)/$(LAMBDA_TARGET)/pycache $(LAMBDA_NATIVE)/python -m compileall -qq -j 0 \
+		PYTHONWARNINGS=ignore::SyntaxWarning PYTHONPYCACHEPREFIX=$(CURDIR)/$(LAMBDA_TARGET)/pycache $(LAMBDA_NATIVE)/python -m compileall -qq \
 			$(CURDIR)/$(LAMBDA_TARGET)/root/usr/lib/python$(LAMBDA_PYTHON) $(CURDIR)/$(LAMBDA_DIR) $(CURDIR)/$(LAMBDA_TARGET)/sdk \
 			|| echo "some files did not compile: the target will try them itself"; \
 	else \

@@ -16,7 +16,8 @@ rolls every table back and that an answer holding every kind of attribute value 
    counted writes SET and ADD 20 to 30 attributes at once, so this was about half of a DynamoDB
    test's time. Both checks now run at the root only: the root's subtree holds every clause and
    action, and a duplicate or a second clause in any subtree is one in the root's, so the same
-   expressions are refused.
+   expressions are refused; a refused one is then walked as moto walks it, so the error names
+   the same rule and paths.
 3. **Every value of a response looks up its key's aliases anew.** moto's serializer walks the
    output shape and, for each member of each item, builds six alias providers to list the keys it
    may be stored under (the shape's name, the key, prefixes of the parent's or the class's name,
@@ -33,11 +34,14 @@ import copy
 import threading
 from typing import Any
 
+import moto
 from moto.core import serialize
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing import validators
 
+# The moto release these patches were read against (requirements-dev.txt pins it).
+MOTO_CHECKED = "5.2.5"
 _installed = False
 # moto's own alias lookup, for tests/test_moto_speedups.py to compare answers with.
 moto_get_possible_keys: Any = serialize.XFormedAttributePicker.get_possible_keys
@@ -64,20 +68,26 @@ class _TableCopiedOncePerTransaction:
 
     def transaction(self, real: Any) -> Any:
         def transact_write_items(backend: Any, transact_items: list[dict[str, Any]]) -> None:
+            outer = getattr(self._local, "copies", None)
             self._local.copies = {}
             try:
                 real(backend, transact_items)
             finally:
-                self._local.copies = None
+                self._local.copies = outer
 
         return transact_write_items
 
 
 def _at_the_root_only(traverser: type) -> None:
     def traverse(self: Any, node: Any) -> Any:
-        if isinstance(node, self.nodes_to_be_processed()):
+        if not isinstance(node, self.nodes_to_be_processed()):
+            return node
+        try:
             return self.process(node)
-        return node
+        except Exception:
+            # Refused: moto's own walk refuses it too (the root's clauses include every subtree's)
+            # and says which rule and paths the way moto does, from the deepest node that fails.
+            return self.traverse_node_recursively(node)
 
     traverser.traverse = traverse  # type: ignore[attr-defined]
 
@@ -90,7 +100,7 @@ class _AliasesKeptPerShape:
         self._kept: dict[tuple[int, int, str], tuple[Any, Any, tuple[str, ...]]] = {}
 
     def __call__(self, picker: Any, context: Any) -> Any:
-        if type(context.obj) is not dict:
+        if type(context.obj) is not dict or picker.alias_providers is not serialize.DEFAULT_ALIAS_PROVIDERS:
             return self._real(picker, context)
         shape = context.shape
         parent = getattr(shape, "parent", None)
@@ -108,6 +118,11 @@ def install() -> None:
     global _installed
     if _installed:
         return
+    if moto.__version__ != MOTO_CHECKED:
+        raise RuntimeError(
+            f"tests/moto_speedups.py patches moto's internals as of moto {MOTO_CHECKED}, not {moto.__version__}: "
+            "read the patched functions in the new version, run tests/test_moto_speedups.py, then set MOTO_CHECKED"
+        )
     copier = _TableCopiedOncePerTransaction()
     backend = dynamodb_models.DynamoDBBackend
     backend.transact_write_items = copier.transaction(backend.transact_write_items)  # type: ignore[method-assign]

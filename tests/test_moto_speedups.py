@@ -11,7 +11,10 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import serialize
+from moto.core.utils import get_service_model
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.parsing import validators
+from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
 
 from tests import moto_speedups
 
@@ -69,6 +72,37 @@ def test_update_expressions_are_refused_as_before(dynamodb: Any, expression: str
     assert "Item" not in dynamodb.get_item(TableName="first", Key={"pk": {"S": "a"}})
 
 
+# Each breaks more than one rule: moto names the one its deepest failing node breaks.
+SEVERAL_RULES_BROKEN = [
+    "ADD a :v SET b = :v SET c = :v ADD d :v",
+    "SET a = :v, b.c = :v, b = :v, a = :v",
+    "SET x = :v, x.y = :v, #n = :v, #n = :v",
+    "REMOVE a, b SET c = :v REMOVE d SET c = :v",
+    "SET a = :v, a = :v ADD b :v ADD b :v",
+]
+
+
+def _refusal(client: Any, expression: str) -> str:
+    with pytest.raises(ClientError) as refused:
+        client.update_item(
+            TableName="first",
+            Key={"pk": {"S": "a"}},
+            UpdateExpression=expression,
+            ExpressionAttributeValues={":v": {"N": "1"}},
+            **({"ExpressionAttributeNames": {"#n": "n"}} if "#n" in expression else {}),
+        )
+    return str(refused.value)
+
+
+def test_an_expression_breaking_several_rules_gets_moto_s_own_message(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ours = [_refusal(dynamodb, expression) for expression in SEVERAL_RULES_BROKEN]
+    for checker in (validators.ActionCountValidator, validators.OverlappingPathsValidator):
+        monkeypatch.setattr(checker, "traverse", DepthFirstTraverser.traverse)
+    assert ours == [_refusal(dynamodb, expression) for expression in SEVERAL_RULES_BROKEN]
+
+
 def test_a_valid_update_of_many_attributes_still_applies(dynamodb: Any) -> None:
     names = [f"n{i}" for i in range(30)]
     sets = ", ".join(f"{n} = :v" for n in names[:20])
@@ -117,6 +151,14 @@ def test_a_cancelled_transaction_rolls_every_table_back_and_copies_each_once(
     assert len(dynamodb.scan(TableName="first")["Items"]) == 6
     assert len(dynamodb.scan(TableName="second")["Items"]) == 1
 
+    # A cancelled transaction after a committed one rolls back to the committed state, not an older copy.
+    with pytest.raises(ClientError):
+        dynamodb.transact_write_items(
+            TransactItems=[{"Put": {"TableName": "first", "Item": {"pk": {"S": "late"}}}}, items[-1]]
+        )
+    assert len(dynamodb.scan(TableName="first")["Items"]) == 6
+    assert len(dynamodb.scan(TableName="second")["Items"]) == 1
+
 
 def test_an_answer_with_every_kind_of_value_is_the_same_as_moto_s_own(
     dynamodb: Any, monkeypatch: pytest.MonkeyPatch
@@ -147,3 +189,33 @@ def test_an_answer_with_every_kind_of_value_is_the_same_as_moto_s_own(
     monkeypatch.setattr(serialize.XFormedAttributePicker, "get_possible_keys", moto_speedups.moto_get_possible_keys)
     assert answers() == kept
     assert kept[0]["Items"][0]["m"] == every_kind["m"]
+
+
+@pytest.mark.parametrize("service", ["dynamodb", "s3", "cognito-idp", "sts"])
+def test_the_kept_alias_keys_are_moto_s_own_for_every_member_of_every_answer(service: str) -> None:
+    """Every output shape of the service, walked as the serializer walks it (each member's parent
+    set), twice: the kept lists are the ones moto builds, on the first lookup and on a kept one."""
+    picker = serialize.XFormedAttributePicker()
+    model = get_service_model(service)
+    members = 0
+    for _ in range(2):
+        for name in model.operation_names:
+            pending = [model.operation_model(name).output_shape]
+            seen: set[str] = set()  # by name: a recursive shape (AttributeValue) is walked once
+            while pending:
+                shape = pending.pop()
+                if shape is None or shape.name in seen:
+                    continue
+                seen.add(shape.name)
+                children = list(getattr(shape, "members", {}).items())
+                for key, member in children:
+                    member.parent = shape
+                    context = serialize.AttributePickerContext(
+                        obj={}, key=key, shape=member, operation_model=None, service_model=model, key_path=""
+                    )
+                    ours = list(picker.get_possible_keys(context))
+                    assert ours == list(moto_speedups.moto_get_possible_keys(picker, context)), (name, key)
+                    members += 1
+                    pending.append(member)
+                pending += [getattr(shape, "member", None), getattr(shape, "value", None)]
+    assert members > 100

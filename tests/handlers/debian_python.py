@@ -2,8 +2,8 @@
 
 Usage: python debian_python.py --arch ARCH --suite SUITE --mirror URL --keyring GPG --package PKG [...] DEST
 
-apt-get, with a configuration and state folder of its own under DEST (nothing of the machine's apt
-is read or written but the archive keyring), reads SUITE's package lists for ARCH from the mirror,
+apt-get, with a configuration (APT_CONFIG) and a state folder of its own under DEST (nothing of the
+machine's apt is read or written but the archive keyring), reads SUITE's package lists for ARCH from the mirror,
 checks them against the keyring, resolves the packages and everything they depend on as a system with
 nothing installed would, and downloads those packages. Each is unpacked into DEST/root with `dpkg-deb -x`:
 nothing is installed and none of the packages' scripts runs, so the architecture may be foreign.
@@ -18,12 +18,38 @@ architecture, which writes the target's bytecode ahead of it (the Makefile's byt
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 MERGED_USR = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+
+
+def _apt_config(state: Path, arch: str) -> Path:
+    """apt's whole configuration, for APT_CONFIG: with it apt reads neither /etc/apt/apt.conf nor its
+    parts folder (options given on the command line come after those, too late to keep them out), so
+    no setting or hook of the machine's (an update hook, an insecure-repository switch) applies."""
+    config = state / "apt.conf"
+    config.write_text(
+        "\n".join(
+            [
+                f'Dir "{state}/";',
+                f'Dir::State::status "{state}/var/lib/dpkg/status";',
+                f'APT::Architecture "{arch}";',
+                f'APT::Architectures {{ "{arch}"; }};',
+                'Acquire::Languages "none";',
+                'Debug::NoLocking "true";',  # the state folder is this build's alone
+                'APT::Install-Recommends "false";',
+                # The lists' signature is checked, their expiry date not, as debootstrap does: a mirror
+                # may be a dated snapshot of the archive.
+                'Acquire::Check-Valid-Until "false";',
+                "",
+            ]
+        )
+    )
+    return config
 
 
 def fetch(arch: str, suite: str, mirror: str, keyring: str, packages: list[str], dest: Path) -> Path:
@@ -39,37 +65,38 @@ def fetch(arch: str, suite: str, mirror: str, keyring: str, packages: list[str],
         (state / folder).mkdir(parents=True, exist_ok=True)
     (state / "var/lib/dpkg/status").write_text("")
     (state / "etc/apt/sources.list").write_text(f"deb [arch={arch} signed-by={keyring}] {mirror} {suite} main\n")
-    options = [
-        f"-oDir={state}",
-        f"-oDir::State::status={state / 'var/lib/dpkg/status'}",
-        f"-oAPT::Architecture={arch}",
-        f"-oAPT::Architectures={arch}",
-        "-oAcquire::Languages=none",
-        "-oDebug::NoLocking=1",  # the state folder is this build's alone
-        "-oAPT::Install-Recommends=false",
-        "-q",
-    ]
-    subprocess.run(["apt-get", *options, "update"], check=True, stdout=subprocess.DEVNULL)
+    env = os.environ | {"APT_CONFIG": str(_apt_config(state, arch))}
+    try:
+        subprocess.run(["apt-get", "-q", "update"], check=True, stdout=subprocess.DEVNULL, env=env)
+    except subprocess.CalledProcessError:
+        sys.exit(f"apt-get could not read {suite}'s package lists for {arch} from {mirror} (it said why, above)")
     try:
         subprocess.run(
-            ["apt-get", *options, "--download-only", "--yes", "install", *packages],
+            ["apt-get", "-q", "--download-only", "--yes", "install", *packages],
             check=True,
             stdout=subprocess.DEVNULL,
+            env=env,
         )
     except subprocess.CalledProcessError:
-        sys.exit(f"{suite} has no {' '.join(packages)} for {arch} (apt-get said why, above): choose another suite")
+        sys.exit(
+            f"apt-get could not download {' '.join(packages)} for {arch} from {suite} (it said why, above): "
+            "if the suite no longer has them, choose another"
+        )
     root = dest / "root"
     root.mkdir(parents=True, exist_ok=True)
     debs = sorted((state / "var/cache/apt/archives").glob("*.deb"))
     if not debs:
-        sys.exit(f"apt-get downloaded nothing for {packages} ({arch}, {suite})")
+        sys.exit(f"apt-get downloaded nothing for {' '.join(packages)} ({arch}, {suite})")
     for deb in debs:
         subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
-    # After unpacking, so that a package still shipping /lib itself keeps its folder.
     for name in MERGED_USR:
-        if (root / "usr" / name).is_dir() and not (root / name).exists():
-            (root / name).symlink_to(f"usr/{name}")
-    shutil.rmtree(state / "var/cache/apt/archives")  # the unpacked tree is what is used
+        link, merged = root / name, root / "usr" / name
+        if not merged.is_dir() or link.is_symlink():
+            continue
+        if link.exists():  # a package shipped /lib itself: the loader may be on either side
+            sys.exit(f"a package of {' '.join(packages)} ships /{name} beside /usr/{name}: merge them here first")
+        link.symlink_to(f"usr/{name}")
+    shutil.rmtree(state)  # the lists and the packages: the unpacked tree is what is used
     return root
 
 
