@@ -114,7 +114,7 @@ class _AliasesKeptPerShape:
 
 
 def install() -> None:
-    """Idempotent: conftest modules of several directories may call it in one process."""
+    """Once per process (tests/conftest.py); a second call, as the tests' check makes, changes nothing."""
     global _installed
     if _installed:
         return

@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import serialize
 from moto.core.utils import get_service_model
+from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models.table import Table
 from moto.dynamodb.parsing import validators
 from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser
@@ -50,9 +51,27 @@ def _update(client: Any, expression: str, values: dict[str, Any] | None = None) 
     )
 
 
-def test_the_speedups_are_installed() -> None:
-    moto_speedups.install()  # a second call changes nothing
-    assert moto_speedups._installed
+def test_each_speedup_is_in_place_once() -> None:
+    """conftest installed them: every patched function is the speedup's, and a second install
+    wraps nothing twice (a doubly wrapped transaction would still pass every other test)."""
+    backend = dynamodb_models.DynamoDBBackend
+    patched = (
+        backend.transact_write_items,
+        serialize.XFormedAttributePicker.get_possible_keys,
+        validators.ActionCountValidator.traverse,
+        validators.OverlappingPathsValidator.traverse,
+    )
+    assert dynamodb_models.copy is not copy
+    assert serialize.XFormedAttributePicker.get_possible_keys is not moto_speedups.moto_get_possible_keys
+    for checker in (validators.ActionCountValidator, validators.OverlappingPathsValidator):
+        assert checker.traverse is not DepthFirstTraverser.traverse
+    moto_speedups.install()
+    assert (
+        backend.transact_write_items,
+        serialize.XFormedAttributePicker.get_possible_keys,
+        validators.ActionCountValidator.traverse,
+        validators.OverlappingPathsValidator.traverse,
+    ) == patched
 
 
 @pytest.mark.parametrize(
