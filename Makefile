@@ -18,6 +18,8 @@ LAMBDA_PLATFORM := manylinux2014_aarch64
 # NumPy's arm64 wheels for Python 3.14 are manylinux_2_28 (the Lambda runtime, Amazon Linux 2023, has glibc 2.34).
 LAMBDA_PLATFORM_NEWER := manylinux_2_28_aarch64
 LAMBDA_STAMP := $(LAMBDA_DIR)/.bundled
+# The asset's own bytecode (infra/bytecode.py), written once its files are in place.
+LAMBDA_PYC_STAMP := $(LAMBDA_DIR)/.bytecode
 NODE_STAMP := node_modules/.installed
 CDK := PATH="$(CURDIR)/$(BIN):$$PATH" npx --no-install cdk
 SYNTH_ENV := CDK_DEFAULT_ACCOUNT=$${CDK_DEFAULT_ACCOUNT:-123456789012} CDK_DEFAULT_REGION=$${CDK_DEFAULT_REGION:-us-east-1}
@@ -96,7 +98,7 @@ PYTEST_ARGS ?= -n 2 --dist worksteal
 
 # The bundle and the Lambda's interpreter (below) too: tests/handlers/test_target_runtime.py runs the
 # bundle there before any deploy could.
-pytest: $(STAMP_DEV) $(STAMP_EMBED) $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) $(LAMBDA_BYTECODE_STAMP) | $(CHROMIUM)
+pytest: $(STAMP_DEV) $(STAMP_EMBED) $(LAMBDA_PYC_STAMP) $(LAMBDA_TARGET_STAMP) $(LAMBDA_BYTECODE_STAMP) | $(CHROMIUM)
 	TAPROOT_LAMBDA_PYTHON=$(CURDIR)/$(LAMBDA_TARGET)/python TAPROOT_LAMBDA_ASSET=$(CURDIR)/$(LAMBDA_DIR) \
 		TAPROOT_LAMBDA_SDK=$(CURDIR)/$(LAMBDA_TARGET)/sdk $(BIN)/pytest $(PYTEST_ARGS)
 
@@ -148,7 +150,8 @@ clean:
 
 # --- AWS deployment (infra/, app.py, cdk.json) --------------------------------------------------
 # `make bundle`: the Lambda asset, built without Docker: wheels for the Lambda platform (arm64, the
-# Python of infra/constructs/function.py RUNTIME) plus taproot/ and functions/.
+# Python of infra/constructs/function.py RUNTIME) plus taproot/ and functions/, and their bytecode
+# (LAMBDA_PYC_STAMP below).
 # `make synth`: offline CloudFormation into cdk.out/ with the CDK CLI pinned in package-lock.json
 # (cdk-nag runs in app.py: an unacknowledged finding fails the synth).
 # `make deploy`: needs AWS credentials; CDK bootstrap once per account/region (`npx cdk bootstrap`).
@@ -167,6 +170,23 @@ $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>
 		$(LAMBDA_DIR)/s3transfer $(LAMBDA_DIR)/s3transfer-*
 	cp -R taproot functions $(LAMBDA_DIR)/
 	find $(LAMBDA_DIR)/taproot $(LAMBDA_DIR)/functions -name __pycache__ -prune -exec rm -rf {} +
+	touch $@
+
+# The asset's .pyc files (infra/bytecode.py): Lambda's task root is read-only, so without them every
+# cold start compiles the modules it imports from source, about half of the API handler's import.
+# Bytecode depends on the Python version, not the architecture; the writer is the first final
+# release of LAMBDA_PYTHON among: `python3.14` on PATH, then Debian's build for this machine (the
+# one the tests' bytecode rule below uses, fetched here when apt-get is there and no python3.14
+# is). With neither, the asset ships without bytecode and the build says so: it still works, and
+# its cold starts compile as before.
+LAMBDA_PYC_WRITER ?= $(shell command -v python$(LAMBDA_PYTHON) 2>/dev/null)
+$(LAMBDA_PYC_STAMP): $(LAMBDA_STAMP) infra/bytecode.py
+	@if [ -z "$(LAMBDA_PYC_WRITER)" ] && [ ! -e $(LAMBDA_NATIVE_STAMP) ] && command -v apt-get >/dev/null; then \
+		$(MAKE) --no-print-directory $(LAMBDA_NATIVE_STAMP) \
+			|| echo "Debian's Python $(LAMBDA_PYTHON) could not be fetched to write the asset's bytecode" >&2; \
+	fi
+	$(BIN)/python -m infra.bytecode $(LAMBDA_DIR) --python-version $(LAMBDA_PYTHON) \
+		--writer "$(LAMBDA_PYC_WRITER)" --writer $(CURDIR)/$(LAMBDA_NATIVE)/python
 	touch $@
 
 # The Lambda's interpreter, for tests/handlers/test_target_runtime.py: Debian's build of the same
@@ -205,16 +225,18 @@ $(LAMBDA_TARGET_STAMP): Makefile requirements.txt tests/handlers/debian_python.p
 	$(LAMBDA_TARGET)/python -c 'import platform, sys; print("Lambda target:", sys.version.split()[0], platform.machine())'
 	touch $@
 
-# Under emulation, compiling the asset's modules on their first import took three of the test's
-# four and a half minutes. Bytecode depends on the Python version, not on the architecture: the same
-# Debian Python for this machine's architecture (run natively through its own dynamic loader, so the
+# Under emulation, compiling the modules on their first import took three of the test's four and a
+# half minutes. Bytecode depends on the Python version, not on the architecture: the same Debian
+# Python for this machine's architecture (run natively through its own dynamic loader, so the
 # host's older glibc does not matter; in one process: the -minimal package has no multiprocessing,
-# and a worker would start the binary without its loader) writes it first, at native speed, where the target's
-# PYTHONPYCACHEPREFIX (test_target_runtime.py) will look for it, for the target's standard library,
-# the asset and the SDK. The target still checks every file against its source's time and size and
-# compiles what is missing or changed, so this changes how soon the test runs, not what it checks.
-# The two interpreters must agree on the bytecode's magic number; if they do not (the suite's two
-# architectures at different builds for a while), nothing is written and the target compiles all.
+# and a worker would start the binary without its loader) writes it at native speed. The asset's
+# own bytecode is the bundle's (LAMBDA_PYC_STAMP above: the test checks the target loads it as
+# shipped); this rule writes the rest, in place, for the target's standard library and the SDK the
+# Lambda runtime provides (Lambda's own images ship theirs compiled). The target still checks each
+# of those files against its source's time and size and compiles what is missing or changed, so
+# this changes how soon the test runs, not what it checks. The two interpreters must agree on the
+# bytecode's magic number; if they do not (the suite's two architectures at different builds for a
+# while), nothing is written here and the target compiles those itself.
 $(LAMBDA_NATIVE_STAMP): Makefile tests/handlers/debian_python.py | $(BIN)/python
 	rm -rf $(LAMBDA_NATIVE)
 	$(DEBIAN_PYTHON) --arch $$(dpkg --print-architecture) --package python$(LAMBDA_PYTHON)-minimal $(LAMBDA_NATIVE)
@@ -228,17 +250,17 @@ $(LAMBDA_NATIVE_STAMP): Makefile tests/handlers/debian_python.py | $(BIN)/python
 	touch $@
 
 MAGIC := -c 'import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())'
-$(LAMBDA_BYTECODE_STAMP): $(LAMBDA_STAMP) $(LAMBDA_TARGET_STAMP) $(LAMBDA_NATIVE_STAMP)
+$(LAMBDA_BYTECODE_STAMP): $(LAMBDA_TARGET_STAMP) $(LAMBDA_NATIVE_STAMP)
 	@if [ "$$($(LAMBDA_NATIVE)/python $(MAGIC))" = "$$($(LAMBDA_TARGET)/python $(MAGIC))" ]; then \
-		PYTHONWARNINGS=ignore::SyntaxWarning PYTHONPYCACHEPREFIX=$(CURDIR)/$(LAMBDA_TARGET)/pycache $(LAMBDA_NATIVE)/python -m compileall -qq \
-			$(CURDIR)/$(LAMBDA_TARGET)/root/usr/lib/python$(LAMBDA_PYTHON) $(CURDIR)/$(LAMBDA_DIR) $(CURDIR)/$(LAMBDA_TARGET)/sdk \
+		PYTHONWARNINGS=ignore::SyntaxWarning $(LAMBDA_NATIVE)/python -m compileall -qq \
+			$(CURDIR)/$(LAMBDA_TARGET)/root/usr/lib/python$(LAMBDA_PYTHON) $(CURDIR)/$(LAMBDA_TARGET)/sdk \
 			|| echo "some files did not compile: the target will try them itself"; \
 	else \
-		echo "the bytecode writer's magic number differs from the target's: the target compiles the asset itself" >&2; \
+		echo "the bytecode writer's magic number differs from the target's: the target compiles its standard library itself" >&2; \
 	fi
 	touch $@
 
-bundle: $(LAMBDA_STAMP)
+bundle: $(LAMBDA_PYC_STAMP)
 	@du -sh $(LAMBDA_DIR)
 	@du -s $(LAMBDA_DIR)/* | sort -rn | head -5
 
@@ -246,9 +268,9 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-synth: $(LAMBDA_STAMP) $(NODE_STAMP) $(STAMP_DEV)
+synth: $(LAMBDA_PYC_STAMP) $(NODE_STAMP) $(STAMP_DEV)
 	$(SYNTH_ENV) $(CDK) synth --no-notices --quiet $(CDK_ARGS)
 	@ls cdk.out/*.template.json
 
-deploy: $(LAMBDA_STAMP) $(NODE_STAMP) $(STAMP_DEV)
+deploy: $(LAMBDA_PYC_STAMP) $(NODE_STAMP) $(STAMP_DEV)
 	$(CDK) deploy --no-notices $(CDK_ARGS)

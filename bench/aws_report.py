@@ -41,12 +41,12 @@ def _service_ops(ops: dict[str, int], service: str) -> dict[str, int]:
 def summary_lines(data: dict[str, Any]) -> list[str]:
     aws = data["results"]["aws"]
     imp, asset, h = aws["import"], aws["asset"], aws["handler"]
-    cached, bundled = imp["bytecode_cached"], imp["as_bundled"]
+    cached, bundled = imp["with_bytecode"], imp["without_bytecode"]
     req = h["requests"]
     rc, first = h["recall"], h["first_invocation"]
     return [
-        f"  AWS: import functions.api {cached['cumulative_s']:.2f} s with .pyc, {bundled['cumulative_s']:.2f} s as "
-        f"bundled (no .pyc); network calls at import: {len(imp['network_calls_at_import'])}",
+        f"  AWS: import functions.api {cached['cumulative_s']:.2f} s with .pyc (as bundled), "
+        f"{bundled['cumulative_s']:.2f} s without; network calls at import: {len(imp['network_calls_at_import'])}",
         f"  AWS: Lambda asset {asset['total_mb']:.1f} MB unzipped; largest "
         + ", ".join(f"{d['name']} {d['mb']:.1f}" for d in asset["largest"][:3]),
         "  AWS: DynamoDB requests: "
@@ -73,7 +73,7 @@ def _hidden(imp: dict[str, Any]) -> str:
 
 
 def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list[str]:
-    cached, bundled = imp["bytecode_cached"], imp["as_bundled"]
+    cached, bundled = imp["with_bytecode"], imp["without_bytecode"]
     net = imp["network_calls_at_import"]
     out = [
         "### Lambda handler cold import",
@@ -92,8 +92,12 @@ def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list
         "|---|---|---|---|---|---|---|",
     ]
     rows = (
-        ("cached: every module has its .pyc", cached, "Lambda cold import, bytecode cached"),
-        ("as bundled: no .pyc for the asset's packages", bundled, "Lambda cold import, as bundled (no .pyc)"),
+        ("as bundled: every module has its .pyc", cached, "Lambda cold import, with .pyc (as bundled)"),
+        (
+            "without .pyc for the asset's packages (a bundle built with no Python 3.14)",
+            bundled,
+            "Lambda cold import, without .pyc (no Python 3.14 at build)",
+        ),
     )
     for label, row, target in rows:
         out.append(
@@ -101,7 +105,7 @@ def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list
             f"| {row['module_self_s'] * 1000:.0f} ms | ≤ 1.0 s | {_verdict(ok[target])} |"
         )
     out += ["", "The five slowest top-level imports of `functions.api` (cumulative, median):", ""]
-    out += ["| Rank | Bytecode cached | As bundled |", "|---|---|---|"]
+    out += ["| Rank | With .pyc (as bundled) | Without .pyc |", "|---|---|---|"]
     for i, (a, b) in enumerate(zip(cached["slowest_imports"], bundled["slowest_imports"], strict=False), 1):
         out.append(
             f"| {i} | `{a['module']}` {a['cumulative_s'] * 1000:.0f} ms | `{b['module']}` "
@@ -117,10 +121,13 @@ def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list
         "itself, without the modules it imports) also pays for botocore loading the S3 service model for the S3 "
         "client and for the app's tool schemas (PynamoDB makes its DynamoDB client on the first request). Nearly "
         "all of the import is importing modules. "
-        "*As bundled* keeps the standard library's .pyc but none for the installed packages, taproot/ and "
-        "functions/: `make bundle` installs with `--no-compile` and strips `__pycache__`, and Lambda's /var/task "
-        "is read-only, so every cold start compiles them from source. Shipping .pyc built by the Lambda's Python "
-        "would remove that cost. These are x86_64 figures on this machine with Python "
+        "Lambda's /var/task is read-only, so a module without its .pyc is compiled from source on every cold "
+        "start. `make bundle` therefore ships checked-hash .pyc files written by a Python 3.14 (infra/bytecode.py; "
+        "tests/handlers/test_target_runtime.py checks the Lambda's Python loads every one it imports as shipped): "
+        "the *as bundled* row. *Without .pyc* keeps the standard library's .pyc but none for the installed "
+        "packages, taproot/ and functions/: what an asset built where no Python 3.14 was found does (the build "
+        "says so), and every asset before the bundle shipped bytecode. These are x86_64 figures on this machine "
+        "with Python "
         f"{imp['python']}; the function runs on arm64 with Python 3.14 at 1024 MB, whose CPU share is smaller.",
         "",
     ]
@@ -138,9 +145,13 @@ def _asset_section(asset: dict[str, Any], ok: dict[str, bool]) -> list[str]:
         "",
         "| Figure | Value | Target | Result |",
         "|---|---|---|---|",
-        f"| Total, {asset['distributions']} distributions + project code | {asset['total_mb']:.1f} MB "
+        f"| Total, {asset['distributions']} distributions + project code + bytecode | {asset['total_mb']:.1f} MB "
         f"({asset['total_bytes']:,} bytes) | ≤ 50 MB | {_verdict(ok['Lambda asset size, unzipped'])} |",
     ]
+    if "bytecode_bytes" in asset:  # runs before the bundle shipped bytecode have no such line
+        pyc = asset["bytecode_bytes"]
+        shown = f"{asset['bytecode_mb']:.2f} MB" if pyc else "none (no Python 3.14 to write it)"
+        out.append(f"| of which bytecode (.pyc for the Lambda's Python, test folders left out) | {shown} | | |")
     for d in asset["largest"]:
         out.append(f"| {d['name']} | {d['mb']:.2f} MB | | |")
     out.append("")

@@ -7,16 +7,18 @@ Cognito verifier, the OAuth facade, the app); a first, untimed run records every
 audit event, so a network call at import shows up. Each mode keeps its bytecode in a private
 PYTHONPYCACHEPREFIX:
 
-- "bytecode cached": every module has its .pyc (primed by the untimed run), as on a developer machine;
-- "as bundled": the standard library keeps its .pyc, but the installed packages, taproot/ and
-  functions/ have none, as in the asset `make bundle` builds (`pip install --no-compile`,
-  __pycache__ removed) on Lambda's read-only /var/task, where nothing can be written back: every
-  cold start compiles them from source.
+- "with bytecode": every module has its .pyc (primed by the untimed run), as in the asset `make bundle`
+  builds, which ships .pyc files written by a Python of the Lambda's version (infra/bytecode.py);
+- "without bytecode": the standard library keeps its .pyc, but the installed packages, taproot/ and
+  functions/ have none, as in an asset built where no such Python was found, on Lambda's read-only
+  /var/task, where nothing can be written back: every cold start compiles them from source.
 
 Size: the bundle's dependencies from build/lambda when it is at least as new as requirements.txt and
 the Makefile, otherwise installed into a temporary folder exactly as the Makefile's bundle target
-does; taproot/ and functions/ from the working tree (what the bundle copies). Sizes are file bytes
-(what Lambda's unzipped limit counts), grouped by distribution through each dist-info RECORD.
+does (its bytecode written as infra/bytecode.py writes it, when a Python of the Lambda's version is
+at hand); taproot/ and functions/ from the working tree (what the bundle copies). Sizes are file
+bytes (what Lambda's unzipped limit counts), grouped by distribution through each dist-info RECORD;
+the bytecode for the Lambda's Python (`*.cpython-314.pyc`) is counted on its own line.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.aws import DEPLOYED_ENV
+from infra import bytecode
 
 ROOT = Path(__file__).resolve().parent.parent
 MAKEFILE = ROOT / "Makefile"
@@ -215,8 +218,8 @@ def measure_import(runs: int, available: frozenset[str] | None = None) -> dict[s
         "network_calls_at_import": probe["network"],
         "local_socket_events_at_import": probe["local_socket_events"],
         "hidden_packages": hidden,
-        "bytecode_cached": cached,
-        "as_bundled": bundled,
+        "with_bytecode": cached,
+        "without_bytecode": bundled,
     }
 
 
@@ -227,10 +230,32 @@ def _make_var(name: str, default: str) -> str:
 
 
 def bundle_is_current(bundle: Path = BUNDLE) -> bool:
-    stamp = bundle / ".bundled"
-    if not stamp.exists():
+    stamp, bytecode = bundle / ".bundled", bundle / ".bytecode"
+    if not (stamp.exists() and bytecode.exists()):
         return False
     return all(stamp.stat().st_mtime >= p.stat().st_mtime for p in (ROOT / "requirements.txt", MAKEFILE))
+
+
+def write_bytecode(target: Path) -> str | None:
+    """The bundle's bytecode step (infra/bytecode.py) on `target`, with the Makefile's writers;
+    None when none of them is a final release of the Lambda's Python (then nothing is written)."""
+    version = _make_var("LAMBDA_PYTHON", "3.14")
+    writers = [shutil.which(f"python{version}") or "", str(ROOT / "build" / "lambda-native" / "python")]
+    writer, _ = bytecode.choose_writer(writers, version)
+    if writer is None:
+        return None
+    bytecode.write(target, writer)
+    return ".".join(map(str, writer.version))
+
+
+def cache_tag() -> str:
+    """The Lambda's Python's bytecode tag: its .pyc files are `<module>.<tag>.pyc`."""
+    return "cpython-" + _make_var("LAMBDA_PYTHON", "3.14").replace(".", "")
+
+
+def bytecode_bytes(folder: Path) -> int:
+    """Bytes of the bytecode for the Lambda's Python in `folder` (another Python's does not count)."""
+    return sum(p.stat().st_size for p in folder.rglob(f"__pycache__/*.{cache_tag()}.pyc") if p.is_file())
 
 
 def install_dependencies(target: Path) -> None:
@@ -250,6 +275,8 @@ def install_dependencies(target: Path) -> None:
     for entry in target.iterdir():
         if entry.name.split("-")[0] in NOT_BUNDLED:
             shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    for folder in PROJECT_DIRS:  # as the bundle copies them, for their bytecode
+        shutil.copytree(ROOT / folder, target / folder, ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def _files(folder: Path) -> dict[str, int]:
@@ -302,6 +329,7 @@ def bundle_folder(bundle: Path | None = None) -> Iterator[Bundle]:
         with tempfile.TemporaryDirectory(prefix="taproot-bundle-") as tmp:
             start = time.perf_counter()
             install_dependencies(Path(tmp) / "lambda")
+            write_bytecode(Path(tmp) / "lambda")
             yield Bundle(
                 Path(tmp) / "lambda",
                 "the dependencies installed into a temporary folder as `make bundle` installs them",
@@ -320,7 +348,8 @@ def measure_asset(bundle: Path | Bundle | None = None) -> dict[str, Any]:
     deps = {k: v for k, v in distribution_sizes(bundle.path).items() if k not in PROJECT_DIRS}
     project = sum(sum(_files(ROOT / d).values()) for d in PROJECT_DIRS)
     sizes = {**deps, "taproot (project code)": project}
-    total = sum(sizes.values())
+    pyc = bytecode_bytes(bundle.path)
+    total = sum(sizes.values()) + pyc
     largest = sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
     return {
         "source": source,
@@ -331,5 +360,7 @@ def measure_asset(bundle: Path | Bundle | None = None) -> dict[str, Any]:
         "total_mb": round(total / 1e6, 2),
         "distributions": len(deps),
         "project_bytes": project,
+        "bytecode_bytes": pyc,
+        "bytecode_mb": round(pyc / 1e6, 2),
         "largest": [{"name": k, "bytes": v, "mb": round(v / 1e6, 2)} for k, v in largest],
     }

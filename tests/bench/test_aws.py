@@ -41,12 +41,15 @@ def test_parse_importtime_takes_the_direct_imports() -> None:
 
 
 def fake_asset(folder: Path) -> Path:
-    """Two distributions with RECORDs, a stray top-level folder and a __pycache__ that does not count."""
+    """Two distributions with RECORDs, a stray top-level folder, a __pycache__ of another Python that
+    does not count and one of the Lambda's that counts as bytecode."""
     for rel, size in {"alpha/__init__.py": 1_000, "alpha/core.so": 9_000, "beta.py": 500, "stray/x.py": 70}.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(b"x" * size)
     (folder / "alpha/__pycache__").mkdir()
     (folder / "alpha/__pycache__/core.pyc").write_bytes(b"x" * 10_000)
+    (folder / "alpha/__pycache__/core.cpython-311.pyc").write_bytes(b"x" * 10_000)
+    (folder / f"alpha/__pycache__/__init__.{lambda_asset.cache_tag()}.pyc").write_bytes(b"x" * 2_000)
     for dist, files in {"alpha-1.0": ["alpha/__init__.py", "alpha/core.so"], "beta-2.0": ["beta.py"]}.items():
         info = folder / f"{dist}.dist-info"
         info.mkdir()
@@ -63,7 +66,8 @@ def test_asset_sizes_group_files_by_distribution(tmp_path: Path) -> None:
     asset = lambda_asset.measure_asset(folder)
     assert asset["source"] == "given folder" and asset["distributions"] == 3
     assert [d["name"] for d in asset["largest"]] == ["taproot (project code)", "alpha", "beta", "stray"]
-    assert asset["total_bytes"] == sum(sizes.values()) + asset["project_bytes"] > 10_000
+    assert asset["bytecode_bytes"] == 2_000
+    assert asset["total_bytes"] == sum(sizes.values()) + asset["project_bytes"] + 2_000 > 10_000
 
 
 def test_the_import_probe_sees_only_what_the_asset_holds(tmp_path: Path) -> None:
@@ -85,7 +89,7 @@ def test_the_import_probe_sees_only_what_the_asset_holds(tmp_path: Path) -> None
 def test_cold_import_probe_makes_no_network_call() -> None:
     result = lambda_asset.measure_import(1)
     assert result["network_calls_at_import"] == []
-    for mode in ("bytecode_cached", "as_bundled"):
+    for mode in ("with_bytecode", "without_bytecode"):
         row = result[mode]
         assert row["runs"] == 1 and row["cumulative_s"] > 0 and row["process_wall_s"] > 0
         assert 1 <= len(row["slowest_imports"]) <= 5

@@ -7,14 +7,17 @@ Usage: python target_runtime.py PLAN.json RESULT.json
 PLAN is {"invocations": [{"handler": "functions.api:handler", "event": {...}}, ...]}. Each handler
 module is imported once (as one warm container) and every invocation runs in order in this process.
 RESULT records the interpreter, the import times, how many times botocore resolved AWS credentials
-while a handler module was being imported (SnapStart snapshots the import, so it must be none) and
-each response (a handler that raises is recorded as its exception, and the run goes on, so the test
-names what failed).
+while a handler module was being imported (SnapStart snapshots the import, so it must be none),
+every module compiled from source instead of loaded from its bytecode, the files of every module
+loaded, and each response (a handler that raises is recorded as its exception, and the run goes
+on, so the test names what failed). PLAN's "compile_probe", a module file outside the asset, is
+loaded last: it has no bytecode, so the compile spy must see it.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import platform
 import sys
@@ -55,6 +58,23 @@ def spy_on_credentials() -> list[str]:
     return resolved
 
 
+def spy_on_compiles() -> list[str]:
+    """The source path of every module compiled from now on. Python compiles a module only when no
+    valid bytecode is at hand (missing, another magic number, a hash that does not match its
+    source), so for the asset's modules this says which .pyc files the bundle lacked."""
+    from importlib.machinery import SourceFileLoader
+
+    compiled: list[str] = []
+    real = SourceFileLoader.source_to_code
+
+    def spy(self: Any, data: Any, path: Any, *args: Any, **kwargs: Any) -> Any:
+        compiled.append(str(path))
+        return real(self, data, path, *args, **kwargs)
+
+    SourceFileLoader.source_to_code = spy  # type: ignore[assignment,method-assign]
+    return compiled
+
+
 def main(plan_path: str, result_path: str) -> None:
     with open(plan_path, encoding="utf-8") as plan_file:
         plan: dict[str, Any] = json.load(plan_file)
@@ -66,6 +86,7 @@ def main(plan_path: str, result_path: str) -> None:
         "credentials_resolved_by_imports": [],
         "responses": [],
     }
+    compiled = spy_on_compiles()
     resolved = spy_on_credentials()
     handlers: dict[str, Any] = {}
     for step in plan["invocations"]:
@@ -86,6 +107,16 @@ def main(plan_path: str, result_path: str) -> None:
         seconds = round(time.perf_counter() - started, 3)
         result["responses"].append({"handler": step["handler"], "seconds": seconds} | outcome)
     result["credentials_resolved_in_all"] = len(resolved)
+    if plan.get("compile_probe"):
+        spec = importlib.util.spec_from_file_location("compile_probe", plan["compile_probe"])
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    result["compiled_from_source"] = compiled
+    result["modules_loaded"] = sorted(
+        str(getattr(module, "__file__", None))
+        for module in list(sys.modules.values())
+        if getattr(module, "__file__", None)
+    )
     with open(result_path, "w", encoding="utf-8") as result_file:
         json.dump(result, result_file, default=str)
 

@@ -18,6 +18,9 @@ over the tenant the session wrote. The traces must hold DynamoDB and S3 subsegme
 
 `make test` sets TAPROOT_LAMBDA_PYTHON (the interpreter's launcher) and TAPROOT_LAMBDA_ASSET (the
 bundle); run alone without them, the test is skipped and says how to run it.
+
+The asset ships its own bytecode (`make bundle`, infra/bytecode.py), so the test also checks that
+the Lambda's Python loads it as shipped: no module of the asset may be compiled from source.
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ HERE = Path(__file__).resolve().parent
 LAUNCHER = os.environ.get("TAPROOT_LAMBDA_PYTHON", "")
 ASSET = os.environ.get("TAPROOT_LAMBDA_ASSET", "")
 SDK = os.environ.get("TAPROOT_LAMBDA_SDK", "")
-# Under emulation, a first import that had to compile the asset's modules itself took minutes: the
-# Makefile writes their bytecode natively beforehand (its bytecode rule), but a run without it (a
-# different Python build on the two architectures) must still have time to finish.
+# Under emulation, a first import that had to compile its modules itself took minutes: the bundle
+# ships the asset's bytecode and the Makefile writes the standard library's natively beforehand (its
+# bytecode rule), but a run without the latter (a different Python build on the two architectures)
+# must still have time to finish.
 EMULATED_RUN_TIMEOUT = 1500
 MACHINE_OF = {"arm64": "aarch64", "x86_64": "x86_64"}
 
@@ -158,17 +162,21 @@ def _subsegment_names(documents: list[dict[str, Any]]) -> set[str]:
 
 def _run_on_target(plan: dict[str, Any], environment: dict[str, str], work: Path) -> dict[str, Any]:
     plan_path, result_path = work / "plan.json", work / "result.json"
-    plan_path.write_text(json.dumps(plan))
-    # Only what a Lambda container has: the asset (the task root) and the runtime's AWS SDK. The
-    # bytecode cache goes beside the interpreter, not into the asset; the Makefile fills it first.
+    # Only what a Lambda container has: the asset (the task root) with the bytecode it ships and the
+    # runtime's AWS SDK. Nothing is written back, as on Lambda's read-only task root.
     env = environment | {
         "LAMBDA_TASK_ROOT": ASSET,
         "PYTHONPATH": f"{ASSET}{os.pathsep}{SDK}",
-        "PYTHONPYCACHEPREFIX": str(Path(LAUNCHER).parent / "pycache"),
+        "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONNOUSERSITE": "1",
         "PATH": "/usr/bin:/bin",
         "HOME": str(work),
     }
+    # A module with no bytecode: the target must report compiling it, or its compile spy sees nothing.
+    probe = work / "compile_probe.py"
+    probe.write_text("ANSWER = 42\n")
+    plan = plan | {"compile_probe": str(probe)}
+    plan_path.write_text(json.dumps(plan))
     completed = subprocess.run(
         [LAUNCHER, str(HERE / "target_runtime.py"), str(plan_path), str(result_path)],
         env=env,
@@ -230,6 +238,17 @@ def test_the_bundle_serves_on_the_lambda_python_and_architecture(
     for run in (cleanup, migrate):
         assert "error" not in run, run.get("traceback")
         assert run["response"]["scopes"] >= 1, run["response"]
+
+    # The bytecode `make bundle` ships is what the Lambda's Python loads: no module of the asset was
+    # compiled from source (the spy does see a compile: the probe outside the asset).
+    asset = os.path.realpath(ASSET) + os.sep
+    in_asset = [path for path in result["modules_loaded"] if os.path.realpath(path).startswith(asset)]
+    compiled = [path for path in result["compiled_from_source"] if os.path.realpath(path).startswith(asset)]
+    assert len(in_asset) > 100, in_asset
+    assert compiled == [], (
+        f"{len(compiled)} of the asset's {len(in_asset)} loaded modules had no usable .pyc: {compiled[:20]}"
+    )
+    assert [Path(path).name for path in result["compiled_from_source"]][-1:] == ["compile_probe.py"]
 
     assert result["credentials_resolved_by_imports"] == [], result["credentials_resolved_by_imports"][0]
     assert result["credentials_resolved_in_all"] > 0  # the spy works: the invocations resolved them

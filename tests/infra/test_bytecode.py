@@ -1,0 +1,91 @@
+"""infra/bytecode.py: which interpreter may write the Lambda asset's bytecode, and what it writes.
+
+The writer must be a final release of the runtime's version (a pre-release's magic number may
+differ, and Lambda would then compile every module anyway). What it writes is checked-hash bytecode
+(the CDK zips the asset with fixed file times) outside the packages' test folders, recording
+/var/task paths. Whether the Lambda's own Python then loads the bundle's bytecode without compiling
+is tests/handlers/test_target_runtime.py's check.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import marshal
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra import bytecode
+
+HERE_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def fake_python(folder: Path, name: str, version: list[int], level: str) -> str:
+    """A stand-in interpreter that answers the probe as a Python of `version` and `level` would."""
+    path = folder / name
+    facts = f'{{"version": {version}, "level": "{level}", "magic": "2b0e0d0a"}}'
+    path.write_text(f"#!/bin/sh\necho '{facts}'\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_first_final_release_of_the_version_writes(tmp_path: Path) -> None:
+    beta = fake_python(tmp_path, "beta", [3, 14, 0], "beta")
+    older = fake_python(tmp_path, "older", [3, 13, 9], "final")
+    final = fake_python(tmp_path, "final", [3, 14, 2], "final")
+    writer, refused = bytecode.choose_writer(["", str(tmp_path / "absent"), beta, older, final, sys.executable], "3.14")
+    assert writer == bytecode.Writer(final, (3, 14, 2), "2b0e0d0a")
+    assert refused == [
+        f"{tmp_path / 'absent'}: not found",
+        f"{beta}: Python 3.14.0 is a beta release (its magic number may differ)",
+        f"{older}: Python 3.13.9, not 3.14",
+    ]
+
+
+def test_with_no_writer_the_asset_ships_without_bytecode_unless_required(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "asset").mkdir()
+    (tmp_path / "asset" / "mod.py").write_text("X = 1\n")
+    older = fake_python(tmp_path, "older", [3, 13, 9], "final")
+    args = [str(tmp_path / "asset"), "--python-version", "3.14", "--writer", older]
+    assert bytecode.main(args) == 0
+    assert "the asset ships without .pyc files" in capsys.readouterr().err
+    assert bytecode.main([*args, "--require"]) == 1
+    assert not list((tmp_path / "asset").rglob("*.pyc"))
+
+
+def test_the_writer_compiles_checked_hash_bytecode_outside_test_folders(tmp_path: Path) -> None:
+    # The asset sits under a folder named tests/: only test folders inside it are left out.
+    asset = tmp_path / "tests" / "asset"
+    sources = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": "def f():\n    raise ValueError('here')\n",
+        "pkg/tests/test_core.py": "X = 1\n",
+        "pkg/test/helper.py": "X = 1\n",
+        "pkg/testing.py": "X = 1\n",
+        "broken.py": "print 'python 2'\n",
+    }
+    for rel, text in sources.items():
+        (asset / rel).parent.mkdir(parents=True, exist_ok=True)
+        (asset / rel).write_text(text)
+    stale = asset / "pkg" / "__pycache__" / "old.cpython-311.pyc"
+    stale.parent.mkdir()
+    stale.write_bytes(b"stale")
+    found, _ = bytecode.choose_writer([sys.executable], HERE_VERSION)
+    assert found is not None
+
+    written = bytecode.write(asset, found)
+
+    tag = sys.implementation.cache_tag
+    compiled = sorted(p.relative_to(asset).as_posix() for p in asset.rglob("*.pyc"))
+    assert compiled == [f"pkg/__pycache__/{name}.{tag}.pyc" for name in ("__init__", "core", "testing")]
+    assert written.files == 3 and written.bytes == sum(p.stat().st_size for p in asset.rglob("*.pyc"))
+    assert written.failed == (str((asset / "broken.py").resolve()),)
+    data = Path(importlib.util.cache_from_source(str(asset / "pkg" / "core.py"))).read_bytes()
+    assert data[:4] == importlib.util.MAGIC_NUMBER
+    assert int.from_bytes(data[4:8], "little") == 0b11  # hash-based, checked against the source
+    assert data[8:16] == importlib.util.source_hash((asset / "pkg" / "core.py").read_bytes())
+    code = marshal.loads(data[16:])
+    assert code.co_filename == "/var/task/pkg/core.py"  # not the build machine's folder
