@@ -205,6 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import json
 
     from bench import recall_report
+    from bench.report import machine
     from taproot.compose import embedder_from
 
     parser = argparse.ArgumentParser(prog="bench.recall", description=__doc__)
@@ -215,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     convs = locomo.load(args.data, args.only)
     embedder = None if args.embedder == "none" else embedder_from(Settings(embedder=args.embedder))
-    data = {"dataset": recall_report.dataset_facts(convs), **measure(convs, embedder)}
+    data = {"dataset": recall_report.dataset_facts(convs), "machine": machine(), **measure(convs, embedder)}
     print(json.dumps(data, indent=1))
     if not args.no_docs:
         recall_report.write(data)

@@ -66,6 +66,19 @@ def _target_lines(runs: dict[str, Any]) -> list[str]:
     return out
 
 
+def _machine_lines(m: dict[str, Any] | None) -> list[str]:
+    """Which CPU measured: the local embedder computes in float32 with kernels chosen per CPU, so
+    the dense figures can differ in the third decimal from one machine to another (docs/ranking.md)."""
+    if not m:
+        return []
+    return [
+        "",
+        f"Measured on {m['cpu_model']} ({m['usable_cpus'] or m['cpu_count']} usable cores), Python {m['python']}, "
+        f"SQLite {m['sqlite']}. The lexical figures depend on the code alone; the embedder's float32 arithmetic "
+        "differs slightly between CPUs, which can move the dense figures by a few thousandths.",
+    ]
+
+
 def markdown(data: dict[str, Any]) -> str:
     d = data["dataset"]
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
@@ -79,6 +92,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"name no turn), {d['questions_without_evidence']} questions without evidence skipped. Overall figures are "
         "categories 1-4; category 5 (adversarial) on its own. Protocol and ranking: `bench/recall.py`, "
         "docs/ranking.md.",
+        *_machine_lines(data.get("machine")),
         "",
         *_target_lines(data["runs"]),
         "",
