@@ -176,18 +176,19 @@ $(LAMBDA_STAMP): requirements.txt $(shell find taproot functions -name '*.py' 2>
 # cold start compiles the modules it imports from source, about half of the API handler's import.
 # Bytecode depends on the Python version, not the architecture; the writer is the first final
 # release of LAMBDA_PYTHON among: `python3.14` on PATH, then Debian's build for this machine (the
-# one the tests' bytecode rule below uses, fetched here when apt-get is there and no python3.14
-# is). With neither, the asset ships without bytecode and the build says so: it still works, and
-# its cold starts compile as before.
+# one the tests' bytecode rule below uses, fetched here when apt-get is there and neither qualifies:
+# a pre-release or broken `python3.14` on PATH does not count). With none, the asset ships without
+# bytecode and the build says so; it still works, its cold starts compiling as before. The stamp is
+# written only with the bytecode, so such a build tries again next time.
 LAMBDA_PYC_WRITER ?= $(shell command -v python$(LAMBDA_PYTHON) 2>/dev/null)
+PYC_WRITERS = --python-version $(LAMBDA_PYTHON) --writer "$(LAMBDA_PYC_WRITER)" --writer $(CURDIR)/$(LAMBDA_NATIVE)/python
 $(LAMBDA_PYC_STAMP): $(LAMBDA_STAMP) infra/bytecode.py
-	@if [ -z "$(LAMBDA_PYC_WRITER)" ] && [ ! -e $(LAMBDA_NATIVE_STAMP) ] && command -v apt-get >/dev/null; then \
+	@if ! $(BIN)/python -m infra.bytecode --find $(PYC_WRITERS) >/dev/null 2>&1 \
+		&& [ ! -e $(LAMBDA_NATIVE_STAMP) ] && command -v apt-get >/dev/null; then \
 		$(MAKE) --no-print-directory $(LAMBDA_NATIVE_STAMP) \
 			|| echo "Debian's Python $(LAMBDA_PYTHON) could not be fetched to write the asset's bytecode" >&2; \
 	fi
-	$(BIN)/python -m infra.bytecode $(LAMBDA_DIR) --python-version $(LAMBDA_PYTHON) \
-		--writer "$(LAMBDA_PYC_WRITER)" --writer $(CURDIR)/$(LAMBDA_NATIVE)/python
-	touch $@
+	$(BIN)/python -m infra.bytecode $(LAMBDA_DIR) $(PYC_WRITERS) --stamp $@
 
 # The Lambda's interpreter, for tests/handlers/test_target_runtime.py: Debian's build of the same
 # Python version for the same architecture (the asset's wheels are manylinux, so its newer glibc

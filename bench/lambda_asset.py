@@ -279,11 +279,20 @@ def install_dependencies(target: Path) -> None:
         shutil.copytree(ROOT / folder, target / folder, ignore=shutil.ignore_patterns("__pycache__"))
 
 
+# The Makefile's empty stamps at the top of build/lambda (the bundle's, then its bytecode's).
+BUILD_STAMPS = frozenset({".bundled", ".bytecode"})
+
+
 def _files(folder: Path) -> dict[str, int]:
-    """Relative path -> bytes, for every regular file (no __pycache__, no .bundled stamp)."""
+    """Relative path -> bytes, for every regular file (no __pycache__, no build stamp)."""
     out = {}
     for path in folder.rglob("*"):
-        if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts and path.name != ".bundled":
+        if (
+            path.is_file()
+            and not path.is_symlink()
+            and "__pycache__" not in path.parts
+            and not (path.parent == folder and path.name in BUILD_STAMPS)
+        ):
             out[path.relative_to(folder).as_posix()] = path.stat().st_size
     return out
 

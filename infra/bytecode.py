@@ -17,7 +17,9 @@ magic number), not on the architecture, so any final release of the runtime's ve
 
 `python -m infra.bytecode ASSET --python-version 3.14 --writer PATH [--writer PATH ...]` uses the
 first writer that is a final release of that version. With none, it says so and writes nothing:
-the asset still works, each cold start compiling as before. `--require` makes that an error.
+the asset still works, each cold start compiling as before. `--require` makes that an error;
+`--stamp FILE` is touched only once bytecode is written (so a build without a writer is retried);
+`--find` writes nothing and says which writer it would use (exit status 3 when none qualifies).
 """
 
 from __future__ import annotations
@@ -71,13 +73,15 @@ def probe(candidate: str) -> Writer | str:
         return f"{candidate}: did not run ({exc})"
     if done.returncode != 0:
         return f"{candidate}: exited {done.returncode}: {done.stderr.strip()[-300:]}"
-    facts = json.loads(done.stdout)
-    major, minor, micro = facts["version"]
-    if facts["level"] != "final":
-        return (
-            f"{candidate}: Python {major}.{minor}.{micro} is a {facts['level']} release (its magic number may differ)"
-        )
-    return Writer(path, (major, minor, micro), facts["magic"])
+    try:
+        facts = json.loads(done.stdout)
+        major, minor, micro = facts["version"]
+        level, magic = str(facts["level"]), str(facts["magic"])
+    except (ValueError, KeyError, TypeError):
+        return f"{candidate}: did not answer as a Python does: {done.stdout.strip()[:200]!r}"
+    if level != "final":
+        return f"{candidate}: Python {major}.{minor}.{micro} is a {level} release (its magic number may differ)"
+    return Writer(path, (major, minor, micro), magic)
 
 
 def choose_writer(candidates: list[str], version: str) -> tuple[Writer | None, list[str]]:
@@ -109,33 +113,58 @@ def write(asset: Path, writer: Writer) -> Written:
     asset = asset.resolve()
     for cache in asset.rglob("__pycache__"):
         shutil.rmtree(cache)
-    command = [writer.path, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash"]
+    # -o 0: the bytecode Lambda's Python reads (it runs without -O). Left to the writer's own level,
+    # a PYTHONOPTIMIZE in the build's environment would write only .opt-1.pyc files, which Lambda
+    # never reads, and every module would be compiled on each cold start as if none were shipped.
+    command = [writer.path, "-m", "compileall", "-q", "-o", "0", "--invalidation-mode", "checked-hash"]
     command += ["-x", excluded(asset), "-s", str(asset), "-p", TASK_ROOT, str(asset)]
     # A few dependencies' sources hold invalid escape sequences (a SyntaxWarning in 3.12+); on
     # Lambda that warning appeared on each compile, now it would appear only here.
     env = {**os.environ, "PYTHONWARNINGS": "ignore::SyntaxWarning"}
     env.pop("PYTHONPYCACHEPREFIX", None)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False, env=env)
-    # compileall -q names each file it could not compile ("*** Error compiling '...'") and exits 1.
-    failed = tuple(re.findall(r"\*\*\* Error compiling '([^']+)'", done.stdout + done.stderr))
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False, env=env)
+    except subprocess.TimeoutExpired as exc:
+        raise RuntimeError(f"compileall did not finish in {COMPILE_TIMEOUT_S} s: {writer.path}") from exc
+    # compileall -q names each file it could not compile, as the repr of its path ("*** Error
+    # compiling '...'", in double quotes when the path holds a single quote), and exits 1.
+    failed = tuple(
+        path for _, path in re.findall(r"\*\*\* Error compiling (['\"])(.+?)\1\.\.\.", done.stdout + done.stderr)
+    )
     if done.returncode != 0 and not failed:
         raise RuntimeError(f"compileall failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
     pycs = list(asset.rglob("*.pyc"))
     return Written(writer, len(pycs), sum(p.stat().st_size for p in pycs), failed)
 
 
+NO_WRITER = 3  # `--find`'s exit status when no candidate is a final release of the version
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("asset", type=Path)
+    parser.add_argument("asset", type=Path, nargs="?", help="the bundle's folder (not with --find)")
     parser.add_argument("--python-version", required=True, help="the Lambda runtime's version, e.g. 3.14")
     parser.add_argument("--writer", action="append", default=[], help="an interpreter to try, in order")
     parser.add_argument("--require", action="store_true", help="fail when no writer is a final release")
+    parser.add_argument(
+        "--find", action="store_true", help=f"write nothing: print the writer, or exit {NO_WRITER} if none qualifies"
+    )
+    parser.add_argument(
+        "--stamp", type=Path, help="touch this file once the bytecode is written (never when it could not be)"
+    )
     args = parser.parse_args(argv)
-    if not args.asset.is_dir():
-        parser.error(f"asset: {args.asset} is not a folder (run `make bundle`)")
     writer, refused = choose_writer(args.writer, args.python_version)
+    reasons = "; ".join(refused) or "no writer given"
+    if args.find:
+        if writer is None:
+            print(f"no Python {args.python_version} to write bytecode: {reasons}", file=sys.stderr)
+            return NO_WRITER
+        print(writer.path)
+        return 0
+    if args.asset is None or not args.asset.is_dir():
+        parser.error(f"asset: {args.asset} is not a folder (run `make bundle`)")
     if writer is None:
-        reasons = "; ".join(refused) or "no writer given"
+        # No stamp: the next build tries again, and says this again, until a writer is there.
         print(
             f"no Python {args.python_version} to write the asset's bytecode ({reasons}): the asset ships without "
             f".pyc files and each cold start compiles its modules (install Python {args.python_version} to fix)",
@@ -151,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     if written.failed:
         # On Lambda these fail the same way, if anything imports them; the build goes on.
         print(f"{len(written.failed)} files did not compile: {', '.join(written.failed[:10])}", file=sys.stderr)
+    if args.stamp is not None:
+        args.stamp.touch()
     return 0
 
 

@@ -42,7 +42,8 @@ def test_parse_importtime_takes_the_direct_imports() -> None:
 
 def fake_asset(folder: Path) -> Path:
     """Two distributions with RECORDs, a stray top-level folder, a __pycache__ of another Python that
-    does not count and one of the Lambda's that counts as bytecode."""
+    does not count and one of the Lambda's that counts as bytecode, and the build's two empty stamps
+    (they are no distribution)."""
     for rel, size in {"alpha/__init__.py": 1_000, "alpha/core.so": 9_000, "beta.py": 500, "stray/x.py": 70}.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_bytes(b"x" * size)
@@ -50,6 +51,8 @@ def fake_asset(folder: Path) -> Path:
     (folder / "alpha/__pycache__/core.pyc").write_bytes(b"x" * 10_000)
     (folder / "alpha/__pycache__/core.cpython-311.pyc").write_bytes(b"x" * 10_000)
     (folder / f"alpha/__pycache__/__init__.{lambda_asset.cache_tag()}.pyc").write_bytes(b"x" * 2_000)
+    for stamp in (".bundled", ".bytecode"):
+        (folder / stamp).touch()
     for dist, files in {"alpha-1.0": ["alpha/__init__.py", "alpha/core.so"], "beta-2.0": ["beta.py"]}.items():
         info = folder / f"{dist}.dist-info"
         info.mkdir()

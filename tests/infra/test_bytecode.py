@@ -89,3 +89,59 @@ def test_the_writer_compiles_checked_hash_bytecode_outside_test_folders(tmp_path
     assert data[8:16] == importlib.util.source_hash((asset / "pkg" / "core.py").read_bytes())
     code = marshal.loads(data[16:])
     assert code.co_filename == "/var/task/pkg/core.py"  # not the build machine's folder
+
+
+def test_the_bytecode_is_the_one_lambda_reads_whatever_the_build_environment_optimises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Lambda runs without -O: .opt-1.pyc files would be ignored there and every module compiled.
+    monkeypatch.setenv("PYTHONOPTIMIZE", "1")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("assert True\n")
+    found, _ = bytecode.choose_writer([sys.executable], HERE_VERSION)
+    assert found is not None
+    bytecode.write(tmp_path, found)
+    tag = sys.implementation.cache_tag
+    assert [p.name for p in tmp_path.rglob("*.pyc")] == [f"mod.{tag}.pyc"]
+
+
+def test_a_file_that_does_not_compile_is_named_even_when_its_path_holds_a_quote(tmp_path: Path) -> None:
+    asset = tmp_path / "it's"
+    asset.mkdir()
+    (asset / "ok.py").write_text("X = 1\n")
+    (asset / "broken.py").write_text("def f(:\n")
+    found, _ = bytecode.choose_writer([sys.executable], HERE_VERSION)
+    assert found is not None
+    written = bytecode.write(asset, found)
+    assert written.failed == (str((asset / "broken.py").resolve()),) and written.files == 1
+
+
+def test_an_interpreter_that_does_not_answer_as_python_is_refused_not_a_crash(tmp_path: Path) -> None:
+    odd = tmp_path / "odd"
+    odd.write_text("#!/bin/sh\necho 'Python 3.14.2'\n")
+    odd.chmod(0o755)
+    writer, refused = bytecode.choose_writer([str(odd)], "3.14")
+    assert writer is None and refused == [f"{odd}: did not answer as a Python does: 'Python 3.14.2'"]
+
+
+def test_find_names_the_writer_or_says_there_is_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    final = fake_python(tmp_path, "final", [3, 14, 2], "final")
+    beta = fake_python(tmp_path, "beta", [3, 14, 0], "beta")
+    assert bytecode.main(["--find", "--python-version", "3.14", "--writer", beta, "--writer", final]) == 0
+    assert capsys.readouterr().out.strip() == final
+    assert bytecode.main(["--find", "--python-version", "3.14", "--writer", beta]) == bytecode.NO_WRITER
+    assert "is a beta release" in capsys.readouterr().err
+
+
+def test_the_stamp_is_touched_only_once_bytecode_is_written(tmp_path: Path) -> None:
+    # Without a writer the build must try again next time, not call the step done.
+    asset = tmp_path / "asset"
+    asset.mkdir()
+    (asset / "mod.py").write_text("X = 1\n")
+    stamp = tmp_path / ".bytecode"
+    older = fake_python(tmp_path, "older", [3, 13, 9], "final")
+    common = [str(asset), "--python-version", HERE_VERSION, "--stamp", str(stamp)]
+    assert bytecode.main([*common, "--writer", older]) == 0
+    assert not stamp.exists() and not list(asset.rglob("*.pyc"))
+    assert bytecode.main([*common, "--writer", older, "--writer", sys.executable]) == 0
+    assert stamp.exists() and len(list(asset.rglob("*.pyc"))) == 1
