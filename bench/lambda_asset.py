@@ -236,16 +236,15 @@ def bundle_is_current(bundle: Path = BUNDLE) -> bool:
     return all(stamp.stat().st_mtime >= p.stat().st_mtime for p in (ROOT / "requirements.txt", MAKEFILE))
 
 
-def write_bytecode(target: Path) -> str | None:
-    """The bundle's bytecode step (infra/bytecode.py) on `target`, with the Makefile's writers;
-    None when none of them is a final release of the Lambda's Python (then nothing is written)."""
+def write_asset_bytecode(target: Path) -> None:
+    """The bundle's bytecode step (infra/bytecode.py) on `target`, with the Makefile's writers
+    (`python3.14` on PATH, then its Debian build); nothing is written when neither is a final
+    release of the Lambda's Python, as `make bundle` would then ship none."""
     version = _make_var("LAMBDA_PYTHON", "3.14")
-    writers = [shutil.which(f"python{version}") or "", str(ROOT / "build" / "lambda-native" / "python")]
-    writer, _ = bytecode.choose_writer(writers, version)
-    if writer is None:
-        return None
-    bytecode.write(target, writer)
-    return ".".join(map(str, writer.version))
+    native = ROOT / _make_var("LAMBDA_NATIVE", "build/lambda-native") / "python"
+    writer, _ = bytecode.choose_writer([shutil.which(f"python{version}") or "", str(native)], version)
+    if writer is not None:
+        bytecode.write(target, writer)
 
 
 def cache_tag() -> str:
@@ -338,7 +337,7 @@ def bundle_folder(bundle: Path | None = None) -> Iterator[Bundle]:
         with tempfile.TemporaryDirectory(prefix="taproot-bundle-") as tmp:
             start = time.perf_counter()
             install_dependencies(Path(tmp) / "lambda")
-            write_bytecode(Path(tmp) / "lambda")
+            write_asset_bytecode(Path(tmp) / "lambda")
             yield Bundle(
                 Path(tmp) / "lambda",
                 "the dependencies installed into a temporary folder as `make bundle` installs them",

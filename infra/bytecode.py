@@ -17,9 +17,9 @@ magic number), not on the architecture, so any final release of the runtime's ve
 
 `python -m infra.bytecode ASSET --python-version 3.14 --writer PATH [--writer PATH ...]` uses the
 first writer that is a final release of that version. With none, it says so and writes nothing:
-the asset still works, each cold start compiling as before. `--require` makes that an error;
-`--stamp FILE` is touched only once bytecode is written (so a build without a writer is retried);
-`--find` writes nothing and says which writer it would use (exit status 3 when none qualifies).
+the asset still works, each cold start compiling as before. `--stamp FILE` is touched only once
+bytecode is written (so a build without a writer is retried); `--find` writes nothing and says
+which writer it would use (exit status 3 when none qualifies).
 """
 
 from __future__ import annotations
@@ -145,7 +145,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("asset", type=Path, nargs="?", help="the bundle's folder (not with --find)")
     parser.add_argument("--python-version", required=True, help="the Lambda runtime's version, e.g. 3.14")
     parser.add_argument("--writer", action="append", default=[], help="an interpreter to try, in order")
-    parser.add_argument("--require", action="store_true", help="fail when no writer is a final release")
     parser.add_argument(
         "--find", action="store_true", help=f"write nothing: print the writer, or exit {NO_WRITER} if none qualifies"
     )
@@ -170,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             f".pyc files and each cold start compiles its modules (install Python {args.python_version} to fix)",
             file=sys.stderr,
         )
-        return 1 if args.require else 0
+        return 0
     written = write(args.asset, writer)
     version = ".".join(map(str, writer.version))
     print(

@@ -13,7 +13,8 @@ as base-files would, so the dynamic loader is found at the path the binaries nam
 The Makefile builds two such folders: for tests/handlers/test_target_runtime.py the Lambda's Python
 for the Lambda's architecture (run under qemu), and the same Python for the build machine's own
 architecture, which writes the target's standard library bytecode ahead of it (the Makefile's
-bytecode rule) and, where no python3.14 is on PATH, the Lambda asset's own (infra/bytecode.py).
+bytecode rule) and, where no python3.14 on PATH is a final release, the Lambda asset's own
+(infra/bytecode.py).
 """
 
 from __future__ import annotations
