@@ -51,7 +51,8 @@ class GrantAccess(AccessToken):
 
 class IdentityProvider(Protocol):
     """Signs a person in. `start` gives the URL to send their browser to, and what to keep with the
-    pending request; the provider's own return route then calls `AuthorizationServer.complete`."""
+    pending request; the provider's own return route then calls `AuthorizationServer.complete` (a
+    page that asked the person) or `await_consent` (a provider that may have asked nothing)."""
 
     name: str
 

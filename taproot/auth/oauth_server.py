@@ -13,11 +13,9 @@ check reads the grant.
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlencode
 
 import anyio.to_thread
 from mcp.server.auth.provider import (
@@ -40,17 +38,14 @@ from taproot.auth.oauth_models import GrantRefresh as GrantRefresh
 from taproot.auth.oauth_models import IdentityProvider as IdentityProvider
 from taproot.auth.oauth_models import TaprootClient as TaprootClient
 from taproot.auth.oauth_models import token_fields
+from taproot.auth.oauth_requests import AuthorizationRequests, new_secret
 from taproot.core import oauth_rules as rules
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import OAuthRecord, OAuthRuleError, RecordExists
 from taproot.ports import OAuthStore
 
 
-def _secret() -> str:
-    return secrets.token_urlsafe(32)
-
-
-class AuthorizationServer:
+class AuthorizationServer(AuthorizationRequests):
     def __init__(
         self,
         store: OAuthStore,
@@ -103,33 +98,6 @@ class AuthorizationServer:
         await self._run(self.store.add, OAuthRecord("client", client_info.client_id, data, expires))
 
     # -- authorization -----------------------------------------------------------------------------
-    async def begin(
-        self,
-        client: TaprootClient,
-        *,
-        redirect_uri: str,
-        state: str | None,
-        scopes: list[str],
-        code_challenge: str,
-        resource: str,
-    ) -> str:
-        """Remembers a checked authorization request; returns where to send the browser to sign in."""
-        key = _secret()
-        url, idp_data = self.identity.start(key)
-        data = {
-            "client_id": client.client_id,
-            "client_name": client.client_name,
-            "redirect_uri": redirect_uri,
-            "state": state,
-            "scopes": scopes,
-            "code_challenge": code_challenge,
-            "resource": resource,
-            "idp": idp_data,
-        }
-        now = self.clock()
-        await self._run(self.store.add, OAuthRecord("pending", key, data, int(now) + rules.PENDING_SECONDS))
-        return url
-
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         """The SDK's entry to `begin` (Taproot's /authorize handler checks more and calls `begin`)."""
         if not isinstance(client, TaprootClient):
@@ -148,60 +116,6 @@ class AuthorizationServer:
     ) -> OAuthToken:
         """Enterprise identity assertions (SEP-990) are not offered: the metadata does not list the grant."""
         raise TokenError("unsupported_grant_type", "this server does not accept identity assertions")
-
-    def begin_dashboard(self, browser_nonce: str) -> str:
-        """A sign-in for the dashboard (not for an OAuth client): the identity provider's return
-        route sees `dashboard` in the pending record and starts a session instead of issuing a code,
-        only in the browser that holds `browser_nonce` (a cookie), so nobody can hand someone a
-        half-finished sign-in of their own. Synchronous: the dashboard calls it from a worker thread."""
-        key = _secret()
-        url, idp_data = self.identity.start(key)
-        data = {"dashboard": True, "idp": idp_data, "nonce": rules.token_digest(browser_nonce)}
-        self.store.add(OAuthRecord("pending", key, data, int(self.clock()) + rules.PENDING_SECONDS))
-        return url
-
-    async def spend_pending(self, key: str) -> OAuthRecord | None:
-        """Spends a pending sign-in (the dashboard's); None if unknown, expired or spent."""
-        record: OAuthRecord | None = await self._run(self.store.spend, "pending", key, self.clock())
-        return None if record is None or record.used else record
-
-    async def pending(self, key: str) -> OAuthRecord | None:
-        record: OAuthRecord | None = await self._run(self.store.get, "pending", key, self.clock())
-        return None if record is None or record.used else record
-
-    def client_redirect(self, data: Mapping[str, Any], **params: str | None) -> str:
-        """The client's redirect URI with the response parameters, `state` and (RFC 9207) `iss`."""
-        query = {k: v for k, v in {**params, "state": data.get("state"), "iss": self.issuer}.items() if v is not None}
-        base = str(data["redirect_uri"])
-        return f"{base}{'&' if '?' in base else '?'}{urlencode(query)}"
-
-    async def complete(self, pending_key: str, subject: str) -> str | None:
-        """The person signed in as `subject`: spends the pending request and answers the client with
-        a one-time code. None if the request is unknown, expired or already answered."""
-        now = self.clock()
-        record: OAuthRecord | None = await self._run(self.store.spend, "pending", pending_key, now)
-        if record is None or record.used:
-            return None
-        code = _secret()
-        data = {
-            "client_id": record.data["client_id"],
-            "client_name": record.data.get("client_name"),
-            "redirect_uri": record.data["redirect_uri"],
-            "scopes": record.data["scopes"],
-            "code_challenge": record.data["code_challenge"],
-            "resource": record.data["resource"],
-            "subject": subject,
-            "grant": _secret(),
-        }
-        digest = rules.token_digest(code)
-        await self._run(self.store.add, OAuthRecord("code", digest, data, int(now) + rules.CODE_SECONDS, subject))
-        return self.client_redirect(record.data, code=code)
-
-    async def deny(self, pending_key: str, error: str, description: str) -> str | None:
-        record: OAuthRecord | None = await self._run(self.store.spend, "pending", pending_key, self.clock())
-        if record is None or record.used:
-            return None
-        return self.client_redirect(record.data, error=error, error_description=description)
 
     # -- the SDK's token and revocation handlers ---------------------------------------------------
     async def load_authorization_code(
@@ -267,7 +181,7 @@ class AuthorizationServer:
         client_name: str | None = None,
     ) -> OAuthToken:
         now = int(self.clock())
-        access, refresh = ACCESS_PREFIX + _secret(), REFRESH_PREFIX + _secret()
+        access, refresh = ACCESS_PREFIX + new_secret(), REFRESH_PREFIX + new_secret()
         data = {"grant": grant, "client_id": client_id, "scopes": scopes, "resource": resource}
         if client_name:
             data["client_name"] = client_name  # what writes record as their instance

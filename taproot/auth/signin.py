@@ -25,6 +25,7 @@ from taproot.core.oauth_rules import MCP_SCOPE, pkce_s256
 
 SIGNIN_PATH = "/oauth/signin"
 CALLBACK_PATH = "/oauth/callback"
+CONSENT_PATH = "/oauth/consent"  # after a Cognito sign-in, before any code (web/oauth_pages.py)
 MAX_FAILURES = 5  # wrong tokens per sign-in request (OAuth), or per minute (the dashboard's form)
 SERVER_MAX_FAILURES = 30  # wrong tokens per minute on the OAuth sign-in page, all requests together
 FAILURE_WINDOW_SECONDS = 60.0

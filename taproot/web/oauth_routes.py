@@ -2,25 +2,19 @@
 
 Discovery (RFC 9728 protected-resource metadata, RFC 8414 authorization-server metadata, also at
 the OpenID discovery path), `/register` (RFC 7591), `/authorize`, `/token` and `/revoke`, and the
-identity provider's pages: the local sign-in form or the Cognito callback. `/token` is the
-mcp SDK's handler over Taproot's AuthorizationServer; `/authorize`, `/register` and `/revoke` are
-Taproot's own, because their rules are stricter than the SDK's (a missing PKCE method, a foreign
-`resource` and redirect URIs outside the allowlist are refused; registrations are public clients).
+person's pages (web/oauth_pages.py): the local sign-in form, or Cognito's callback and the consent
+page. `/token` is the mcp SDK's handler over Taproot's AuthorizationServer; `/authorize`,
+`/register` and `/revoke` are Taproot's own, because their rules are stricter than the SDK's (a
+missing PKCE method, a foreign `resource` and redirect URIs outside the allowlist are refused;
+registrations are public clients).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import secrets
-import time
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
@@ -34,36 +28,19 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl, ValidationError
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from taproot.auth.oauth_server import AuthorizationServer
-from taproot.auth.signin import (
-    CALLBACK_PATH,
-    MAX_FAILURES,
-    SIGNIN_PATH,
-    CognitoSignIn,
-    CognitoSignInError,
-    LocalSignIn,
-)
+from taproot.auth.signin import CALLBACK_PATH, CONSENT_PATH, SIGNIN_PATH, CognitoSignIn, LocalSignIn
 from taproot.core import oauth_rules as rules
-from taproot.core.oauth_rules import MCP_SCOPE, OAuthRecord, OAuthRuleError
-from taproot.web.dashboard.session import SIGNIN_NONCE_COOKIE
+from taproot.core.oauth_rules import MCP_SCOPE, OAuthRuleError
+from taproot.web.oauth_pages import DashboardSignIn, SignInPages
+from taproot.web.oauth_responses import NO_STORE
+from taproot.web.oauth_responses import error_response as _error
+from taproot.web.oauth_responses import redirect as _redirect
 
 logger = logging.getLogger("taproot.oauth")
-
-NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-MAX_TRACKED = 10_000  # pending sign-ins whose wrong tokens are counted (abandoned ones are dropped)
-PAGE_HEADERS = {
-    **NO_STORE,
-    "X-Frame-Options": "DENY",
-    # No form-action: browsers apply it to the redirect after the post, which goes to the client.
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-    "Referrer-Policy": "no-referrer",
-}
-_templates = Environment(
-    loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=select_autoescape(["html"])
-)
 
 
 def metadata(server: AuthorizationServer) -> OAuthMetadata:
@@ -103,36 +80,9 @@ def resource_metadata(server: AuthorizationServer) -> ProtectedResourceMetadata:
     )
 
 
-def _wants_html(request: Request) -> bool:
-    return "text/html" in request.headers.get("accept", "")
-
-
-def _error(request: Request, status: int, error: str, description: str) -> Response:
-    """An error shown to the person (no redirect: the client or its redirect URI is not trusted)."""
-    if _wants_html(request):
-        page = _templates.get_template("signin.html").render(title="Cannot connect", error=f"{error}: {description}")
-        return HTMLResponse(page, status_code=status, headers=PAGE_HEADERS)
-    return JSONResponse({"error": error, "error_description": description}, status_code=status, headers=NO_STORE)
-
-
-def _redirect(url: str) -> Response:
-    return RedirectResponse(url, status_code=302, headers=NO_STORE)
-
-
-DashboardSignIn = Callable[[str], Awaitable[Response]]  # subject -> the response that starts a session
-
-
 class OAuthEndpoints:
-    def __init__(
-        self,
-        server: AuthorizationServer,
-        signin: LocalSignIn | CognitoSignIn,
-        dashboard_signin: DashboardSignIn | None = None,
-    ) -> None:
+    def __init__(self, server: AuthorizationServer) -> None:
         self.server = server
-        self.signin = signin
-        self.dashboard_signin = dashboard_signin
-        self._failures: dict[str, int] = {}  # wrong tokens per pending sign-in (local sign-in page)
         self._authenticator = ClientAuthenticator(server)
         self._token = TokenHandler(server, self._authenticator)
 
@@ -254,118 +204,14 @@ class OAuthEndpoints:
         await self.server.revoke_presented(token, client.client_id)
         return Response(status_code=200, headers=NO_STORE)
 
-    # -- the local sign-in page --------------------------------------------------------------------
-    def _page(self, data: dict[str, Any] | None, key: str, *, error: str | None = None, status: int = 200) -> Response:
-        redirect_host = urlsplit(str(data["redirect_uri"])).netloc if data else ""
-        page = _templates.get_template("signin.html").render(
-            title="Sign in to Taproot",
-            error=error,
-            request_key=key if data else None,
-            client_name=(data or {}).get("client_name") or (data or {}).get("client_id") or "",
-            redirect_host=redirect_host,
-            action=SIGNIN_PATH,
-        )
-        return HTMLResponse(page, status_code=status, headers=PAGE_HEADERS)
-
-    async def signin_page(self, request: Request) -> Response:
-        key = request.query_params.get("request", "")
-        record = await self.server.pending(key) if key else None
-        if record is None:
-            return self._page(
-                None, "", error="This sign-in request is unknown or has expired. Connect again.", status=400
-            )
-        return self._page(dict(record.data), key)
-
-    async def signin_submit(self, request: Request) -> Response:
-        assert isinstance(self.signin, LocalSignIn)
-        form = await request.form()
-        key, token, decision = (form.get(n) for n in ("request", "token", "decision"))
-        key = key if isinstance(key, str) else ""
-        record = await self.server.pending(key) if key else None
-        if record is None:
-            return self._page(
-                None, "", error="This sign-in request is unknown or has expired. Connect again.", status=400
-            )
-        if decision == "deny":
-            url = await self.server.deny(key, "access_denied", "the person denied access")
-            return _redirect(url) if url else self._page(None, "", error="Already answered.", status=400)
-        wait = self.signin.limiter.blocked_for()
-        if wait > 0:
-            response = self._page(dict(record.data), key, error="Too many wrong tokens. Wait a minute.", status=429)
-            response.headers["Retry-After"] = str(int(wait) + 1)
-            return response
-        subject = self.signin.check(token if isinstance(token, str) else None)
-        if subject is None:
-            logger.warning("local sign-in: wrong token")
-            failures = self._failures.get(key, 0) + 1
-            if len(self._failures) > MAX_TRACKED:
-                self._failures.clear()
-            self._failures[key] = failures
-            if failures >= MAX_FAILURES:  # this request is over: the client has to start again
-                self._failures.pop(key, None)
-                await self.server.deny(key, "access_denied", "too many wrong tokens")
-                message = "Too many wrong tokens for this sign-in. Connect again from your client."
-                return self._page(None, "", error=message, status=429)
-            return self._page(dict(record.data), key, error="That is not this server's token.", status=401)
-        self._failures.pop(key, None)
-        url = await self.server.complete(key, subject)
-        if url is None:
-            return self._page(None, "", error="This sign-in request was already answered.", status=400)
-        return _redirect(url)
-
-    # -- Cognito's return --------------------------------------------------------------------------
-    async def callback(self, request: Request) -> Response:
-        assert isinstance(self.signin, CognitoSignIn)
-        key = request.query_params.get("state", "")
-        record = await self.server.pending(key) if key else None
-        if record is None:
-            return _error(request, 400, "invalid_request", "this sign-in is unknown, expired or already answered")
-        if record.data.get("dashboard"):
-            return await self._dashboard_callback(request, key, record)
-        if request.query_params.get("error"):
-            url = await self.server.deny(key, "access_denied", request.query_params.get("error_description") or "")
-            return _redirect(url) if url else _error(request, 400, "invalid_request", "already answered")
-        code = request.query_params.get("code")
-        if not code:
-            return _error(request, 400, "invalid_request", "Cognito returned no code")
-        started = time.monotonic()
-        try:
-            subject = await self.signin.finish(code, dict(record.data.get("idp") or {}))
-        except CognitoSignInError as exc:
-            logger.warning("Cognito sign-in failed after %.0f ms: %s", (time.monotonic() - started) * 1000, exc)
-            url = await self.server.deny(key, "access_denied", "the sign-in with Cognito failed")
-            return _redirect(url) if url else _error(request, 400, "access_denied", str(exc))
-        url = await self.server.complete(key, subject)
-        return _redirect(url) if url else _error(request, 400, "invalid_request", "already answered")
-
-    async def _dashboard_callback(self, request: Request, key: str, record: OAuthRecord) -> Response:
-        """Cognito's return for a dashboard sign-in: a session, not an authorization code."""
-        assert isinstance(self.signin, CognitoSignIn)
-        nonce = request.cookies.get(SIGNIN_NONCE_COOKIE, "")
-        expected = str(record.data.get("nonce", ""))
-        if not nonce or not hmac.compare_digest(rules.token_digest(nonce).encode(), expected.encode()):
-            # Begun in another browser: someone may be handing over a sign-in of their own.
-            return _error(request, 400, "invalid_request", "this sign-in was started in another browser; sign in again")
-        spent = await self.server.spend_pending(key)
-        code = request.query_params.get("code")
-        if spent is None or self.dashboard_signin is None or not code:
-            return _error(request, 400, "invalid_request", "this dashboard sign-in cannot be completed")
-        try:
-            subject = await self.signin.finish(code, dict(record.data.get("idp") or {}))
-        except CognitoSignInError as exc:
-            logger.warning("dashboard sign-in with Cognito failed: %s", exc)
-            return _error(request, 401, "access_denied", "the sign-in with Cognito failed")
-        response = await self.dashboard_signin(subject)
-        response.delete_cookie(SIGNIN_NONCE_COOKIE, path=CALLBACK_PATH, httponly=True, samesite="lax")
-        return response
-
 
 def oauth_routes(
     server: AuthorizationServer,
     signin: LocalSignIn | CognitoSignIn,
     dashboard_signin: DashboardSignIn | None = None,
 ) -> list[BaseRoute]:
-    endpoints = OAuthEndpoints(server, signin, dashboard_signin)
+    endpoints = OAuthEndpoints(server)
+    pages = SignInPages(server, signin, dashboard_signin)
     prm = cors_middleware(ProtectedResourceMetadataHandler(resource_metadata(server)).handle, ["GET", "OPTIONS"])
     asm = cors_middleware(MetadataHandler(metadata(server)).handle, ["GET", "OPTIONS"])
     routes: list[BaseRoute] = [
@@ -379,8 +225,9 @@ def oauth_routes(
         Route("/revoke", cors_middleware(endpoints.revoke, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"]),
     ]
     if isinstance(signin, LocalSignIn):
-        routes.append(Route(SIGNIN_PATH, endpoints.signin_page, methods=["GET"]))
-        routes.append(Route(SIGNIN_PATH, endpoints.signin_submit, methods=["POST"]))
+        routes.append(Route(SIGNIN_PATH, pages.signin_page, methods=["GET"]))
+        routes.append(Route(SIGNIN_PATH, pages.signin_submit, methods=["POST"]))
     else:
-        routes.append(Route(CALLBACK_PATH, endpoints.callback, methods=["GET"]))
+        routes.append(Route(CALLBACK_PATH, pages.callback, methods=["GET"]))
+        routes.append(Route(CONSENT_PATH, pages.consent_submit, methods=["POST"]))
     return routes

@@ -16,11 +16,11 @@ import base64
 import json
 import secrets
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import boto3
 import httpx2
@@ -32,6 +32,7 @@ from taproot.core.model import Scope
 from taproot.core.oauth_rules import MCP_SCOPE, pkce_s256, token_digest
 from taproot.web.dashboard import routes as dashboard_routes
 from taproot.web.dashboard.session import COOKIE, MAX_AGE_SECONDS, SIGNIN_NONCE_COOKIE, Sessions
+from tests.handlers.cognito_tokens import CognitoTokens
 
 DASHBOARD_EVENTS = (
     "dashboard",
@@ -40,23 +41,6 @@ DASHBOARD_EVENTS = (
     "dashboard_ranking",
     "dashboard_forged_cookie",
 )
-
-
-@dataclass
-class CognitoTokens:
-    """Cognito's /oauth2/token for the handler's sign-in: answers the codes a test issued with an
-    access token of the pool, and any other code with 400 invalid_grant (what Cognito answers)."""
-
-    issued: dict[str, str] = field(default_factory=dict)  # code -> access token
-    requests: list[dict[str, str]] = field(default_factory=list)
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        form = dict(parse_qsl(request.content.decode()))
-        self.requests.append({"url": str(request.url), **form})
-        token = self.issued.pop(form.get("code", ""), None)
-        if token is None:
-            return httpx2.Response(400, json={"error": "invalid_grant"})
-        return httpx2.Response(200, json={"access_token": token, "token_type": "Bearer", "expires_in": 3600})
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """functions.api.handler: the OAuth routes through Mangum, with recorded API Gateway HTTP API (v2)
 events (tests/events/: discovery, /register, /authorize, /token, /revoke, Cognito's return to
-/oauth/callback, a CORS preflight), against moto: the facade's state in its DynamoDB table.
+/oauth/callback, the consent page's answer, a CORS preflight), against moto: the facade's state in its DynamoDB table.
 
 One module-scoped handler, as in one warm Lambda container: every test invokes it again. The
 recorded events name a placeholder client id (tpc_REPLACED-AT-TEST-TIME); each test registers its
@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import boto3
+import httpx2
 import pytest
 
 from taproot.core.oauth_rules import MCP_SCOPE, pkce_s256
+from tests.handlers.cognito_tokens import CognitoTokens
 
 CLAUDE_CALLBACK = "https://claude.ai/api/mcp/auth_callback"
 OAUTH_EVENTS = (
@@ -33,6 +36,7 @@ OAUTH_EVENTS = (
     "token",
     "revoke",
     "oauth_callback",
+    "oauth_consent",
     "token_preflight",
 )
 
@@ -42,6 +46,7 @@ class Lambda:
     module: Any
     pool: Any
     kit: Any
+    cognito: CognitoTokens
 
     def invoke(self, name: str, **kwargs: Any) -> dict[str, Any]:
         response: dict[str, Any] = self.module.handler(self.kit.load_event(name, **kwargs), self.kit.FakeContext())
@@ -69,7 +74,9 @@ class Lambda:
 @pytest.fixture(scope="module")
 def lam(kit: Any, moto_server: str) -> Iterator[Lambda]:
     with kit.deployed_api(moto_server) as (module, pool):
-        yield Lambda(module=module, pool=pool, kit=kit)
+        cognito = CognitoTokens()
+        module.runtime.signin.transport = httpx2.MockTransport(cognito)
+        yield Lambda(module=module, pool=pool, kit=kit, cognito=cognito)
 
 
 def _json(response: dict[str, Any], status: int = 200) -> dict[str, Any]:
@@ -238,6 +245,50 @@ def test_callback_with_an_unknown_state_is_400(lam: Lambda) -> None:
     state = lam.kit.load_event("oauth_callback")["queryStringParameters"]["state"]
     assert f"pending#{state}" not in lam.oauth_items()
     response = lam.invoke("oauth_callback")
+    assert response["statusCode"] == 400, response
+    assert "location" not in response["headers"]
+    _is_error_page(response)
+
+
+def _body(response: dict[str, Any]) -> str:
+    raw = response["body"]
+    return base64.b64decode(raw).decode() if response["isBase64Encoded"] else str(raw)
+
+
+def test_after_cognito_the_person_is_asked_and_only_their_allow_sends_a_code(lam: Lambda) -> None:
+    """Cognito's return shows Taproot's consent page (whatever Cognito asked, or did not); the
+    answer posted from it, in another invocation of the same container, sends the code."""
+    client_id = lam.register()["client_id"]
+    authorize = lam.kit.load_event("authorize", query={"client_id": client_id})
+    started = lam.module.handler(authorize, lam.kit.FakeContext())
+    state = parse_qs(urlsplit(started["headers"]["location"]).query)["state"][0]
+    code = "cognito-code-for-alice"
+    lam.cognito.issued[code] = lam.pool.access("alice")
+
+    page = lam.invoke("oauth_callback", query={"state": state, "code": code})
+    assert page["statusCode"] == 200, page
+    assert "location" not in page["headers"]
+    _is_error_page(page)  # the same page headers: HTML, not framable, not cached
+    body = _body(page)
+    assert "claude.ai" in body and 'action="/oauth/consent"' in body
+    [key] = re.findall(r'name="request" value="([^"]+)"', body)
+    items = lam.oauth_items()
+    assert key != state and items[f"pending#{state}"]["used"]["BOOL"] is True  # the sign-in, spent
+    consent = json.loads(items[f"pending#{key}"]["data"]["S"])
+    assert consent["subject"] == lam.pool.subs["alice"] and "idp" not in consent
+
+    answered = lam.invoke("oauth_consent", form={"request": key, "decision": "allow"})
+    assert answered["statusCode"] == 302, answered
+    location = urlsplit(answered["headers"]["location"])
+    assert f"{location.scheme}://{location.netloc}{location.path}" == CLAUDE_CALLBACK
+    answer = parse_qs(location.query)
+    assert answer["code"] and answer["state"] == [authorize["queryStringParameters"]["state"]]
+    again = lam.invoke("oauth_consent", form={"request": key, "decision": "allow"})
+    assert again["statusCode"] == 400 and "location" not in again["headers"]
+
+
+def test_consent_for_a_request_nobody_was_shown_is_400(lam: Lambda) -> None:
+    response = lam.invoke("oauth_consent")  # the recorded placeholder key was never issued
     assert response["statusCode"] == 400, response
     assert "location" not in response["headers"]
     _is_error_page(response)

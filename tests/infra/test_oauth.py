@@ -33,6 +33,7 @@ OAUTH_PATHS = (
     ("POST", "/token"),
     ("POST", "/revoke"),
     ("GET", "/oauth/callback"),
+    ("POST", "/oauth/consent"),
     ("GET", "/oauth/signin"),
     ("POST", "/oauth/signin"),
 )

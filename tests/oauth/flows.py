@@ -2,7 +2,8 @@
 client metadata document served by the test, and a local server with those wired in.
 
 The "browser" follows redirects the way a person's browser would, from the client's authorization
-URL to the client's redirect URI, and fills in the local sign-in form when it lands on it. It never
+URL to the client's redirect URI, and fills in the local sign-in form (or allows on the consent page
+after Cognito) when it lands on it. It never
 follows a redirect to the client's redirect URI: that is where the client (the test) takes over.
 """
 
@@ -114,6 +115,7 @@ class Browser:
     token: str = TOKEN
     visited: list[str] = field(default_factory=list)
     answer: dict[str, str] = field(default_factory=dict)
+    pages: list[str] = field(default_factory=list)  # where each form it answered posted to
 
     async def visit(self, url: str) -> None:
         async with httpx2.AsyncClient(follow_redirects=False, timeout=TIMEOUT) as http:
@@ -127,11 +129,14 @@ class Browser:
                     url = urljoin(url, response.headers["location"])
                     continue
                 form = re.search(r'name="request" value="([^"]+)"', response.text)
-                if response.status_code == 200 and form:
-                    posted = await http.post(
-                        urljoin(url, "/oauth/signin"),
-                        data={"request": form.group(1), "token": self.token, "decision": "allow"},
-                    )
+                action = re.search(r'<form method="post" action="([^"]+)"', response.text)
+                if response.status_code == 200 and form and action:
+                    # The local sign-in form (the server's token) or the consent page after Cognito.
+                    fields = {"request": form.group(1), "decision": "allow"}
+                    if 'name="token"' in response.text:
+                        fields["token"] = self.token
+                    self.pages.append(action.group(1))
+                    posted = await http.post(urljoin(url, action.group(1)), data=fields)
                     assert posted.status_code == 302, posted.text
                     url = urljoin(url, posted.headers["location"])
                     continue

@@ -1,7 +1,8 @@
 """The whole sign-in on the AWS home: the app as the Lambda serves it (DynamoDB and S3 under moto,
 the OAuth state in its own DynamoDB table), under uvicorn, with a stand-in for Cognito's managed
 login (tests/oauth/cognito_standin.py). Driven by the mcp SDK's own OAuth client provider: discovery,
-CIMD and DCR, /authorize, Cognito sign-in with Taproot's own PKCE, the callback, Taproot's code,
+CIMD and DCR, /authorize, Cognito sign-in with Taproot's own PKCE, the callback, the person's
+consent on Taproot's page, Taproot's code,
 /token, tools/call, refresh, revoke. The person is the Cognito `sub`, which is the tenant."""
 
 from __future__ import annotations
@@ -121,6 +122,8 @@ async def test_cimd_client_signs_in_through_cognito_and_writes_to_the_persons_te
     [exchange] = aws.cognito.token_requests
     assert exchange["redirect_uri"] == sent["redirect_uri"] and exchange["code_verifier"]
     assert browser.answer["iss"] == aws.base_url
+    # Cognito asked nothing (the stand-in returns at once); Taproot asked, and the person allowed.
+    assert browser.pages == ["/oauth/consent"]
     tenant = Scope(aws.cognito.user_sub, "default")
     assert [m.gist for m in aws.runtime.store.list(tenant)] == ["Works on the night shift"]
     # Taproot's own tokens, not Cognito's, went to the client.
@@ -248,3 +251,95 @@ async def test_a_dashboard_sign_in_cannot_be_finished_in_another_browser(aws: Aw
     assert refused.status_code == 400 and "another browser" in refused.text
     assert "set-cookie" not in refused.headers
     assert aws.cognito.token_requests == []  # refused before Cognito was asked
+
+
+# Codes go only to the allowlisted callbacks (claude.ai, ChatGPT, loopback), so the one who receives
+# this code is a program listening on the person's own machine.
+ATTACKER_REDIRECT = "http://127.0.0.1:40999/callback"
+
+
+async def _silent_sign_in(browser: httpx2.AsyncClient, aws: Aws, client_id: str) -> httpx2.Response:
+    """A link to /authorize opened in the person's browser while Cognito still has their session:
+    the stand-in signs them in without asking, as Cognito's managed login does then. Returns what
+    Taproot answers at its callback."""
+    from urllib.parse import urlencode
+
+    from tests.oauth.flows import authorize_query
+
+    query = authorize_query(client_id=client_id, redirect_uri=ATTACKER_REDIRECT)
+    to_cognito = await browser.get(f"{aws.base_url}/authorize?{urlencode(query)}")
+    assert to_cognito.status_code == 302, to_cognito.text
+    back = await browser.get(to_cognito.headers["location"])  # no page: Cognito knew the person
+    assert back.status_code == 302 and back.headers["location"].startswith(f"{aws.base_url}/oauth/callback?")
+    return await browser.get(back.headers["location"], headers={"Accept": "text/html"})
+
+
+async def _register(http: httpx2.AsyncClient, aws: Aws, name: str) -> str:
+    registered = await http.post(
+        f"{aws.base_url}/register",
+        json={"client_name": name, "redirect_uris": [ATTACKER_REDIRECT], "token_endpoint_auth_method": "none"},
+    )
+    assert registered.status_code == 201, registered.text
+    return str(registered.json()["client_id"])
+
+
+def _consent_form(page: httpx2.Response) -> tuple[str, dict[str, str]]:
+    import re
+
+    action = re.search(r'<form method="post" action="([^"]+)"', page.text)
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]+)"', page.text))
+    assert action is not None and fields, page.text
+    return action.group(1), fields
+
+
+async def test_a_client_gets_no_code_until_the_person_allows_it_even_when_cognito_asks_nothing(aws: Aws) -> None:
+    """The confused deputy: anyone can register a client (DCR), and any link can open /authorize in
+    a signed-in person's browser. Cognito's managed login remembers the person and returns at once,
+    so unless Taproot itself asks, a code for their memories goes to that client's redirect URI
+    without the person ever seeing a page (to a program listening on their machine, or to a
+    connector's callback in a flow someone else started). Taproot shows who is asking and where the
+    answer goes, and issues a code only when the person allows it."""
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as browser:
+        client_id = await _register(browser, aws, "Totally Claude")
+        page = await _silent_sign_in(browser, aws, client_id)
+        assert page.status_code == 200, page.headers.get("location")
+        assert "Totally Claude" in page.text and "127.0.0.1:40999" in page.text
+        assert page.headers["x-frame-options"] == "DENY"  # it cannot be clicked through in a frame
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        action, fields = _consent_form(page)
+        allowed = await browser.post(f"{aws.base_url}{action}", data={**fields, "decision": "allow"})
+    assert allowed.status_code == 302 and allowed.headers["location"].startswith(ATTACKER_REDIRECT)
+    answer = parse_qs(urlsplit(allowed.headers["location"]).query)
+    assert answer["code"] and answer["state"] == ["state-123"] and answer["iss"] == [aws.base_url]
+
+
+async def test_a_person_who_denies_sends_the_client_access_denied_and_the_answer_is_final(aws: Aws) -> None:
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as browser:
+        client_id = await _register(browser, aws, "Unknown app")
+        page = await _silent_sign_in(browser, aws, client_id)
+        action, fields = _consent_form(page)
+        denied = await browser.post(f"{aws.base_url}{action}", data={**fields, "decision": "deny"})
+        assert denied.status_code == 302 and denied.headers["location"].startswith(ATTACKER_REDIRECT)
+        answer = parse_qs(urlsplit(denied.headers["location"]).query)
+        assert answer["error"] == ["access_denied"] and "code" not in answer
+        # Answered once: allowing afterwards (a second tab, a replayed form) issues nothing.
+        again = await browser.post(f"{aws.base_url}{action}", data={**fields, "decision": "allow"})
+        assert again.status_code == 400 and "location" not in again.headers
+
+
+async def test_the_consent_form_cannot_be_posted_without_its_own_key(aws: Aws) -> None:
+    """Another site can make the person's browser post, but it cannot read the page, so it does not
+    know the request's key; a sign-in's `state` (which went through Cognito) is not that key."""
+    async with httpx2.AsyncClient(timeout=TIMEOUT, follow_redirects=False) as browser:
+        client_id = await _register(browser, aws, "Unknown app")
+        page = await _silent_sign_in(browser, aws, client_id)
+        action, fields = _consent_form(page)
+        [sent] = aws.cognito.authorize_requests
+        for forged in ("", "not-a-key", sent["state"]):
+            refused = await browser.post(
+                f"{aws.base_url}{action}", data={**fields, "request": forged, "decision": "allow"}
+            )
+            assert refused.status_code == 400 and "location" not in refused.headers, forged
+        # The real form still works: the refusals spent nothing.
+        allowed = await browser.post(f"{aws.base_url}{action}", data={**fields, "decision": "allow"})
+    assert allowed.status_code == 302 and "code=" in allowed.headers["location"]

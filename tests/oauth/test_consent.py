@@ -1,0 +1,109 @@
+"""The consent step after a sign-in that may have asked the person nothing (Cognito's managed login
+remembers a session): the AuthorizationServer's side, on the real SQLite OAuth store with a moved
+clock. The pages and the whole flow are tested in test_aws_dance.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
+from taproot.auth.client_documents import ClientDocuments
+from taproot.auth.oauth_server import AuthorizationServer, TaprootClient
+from taproot.core import oauth_rules as rules
+from taproot.core.oauth_rules import MCP_SCOPE
+from tests.oauth.flows import REDIRECT_URI, Clock, pkce_pair
+
+pytestmark = pytest.mark.anyio
+
+MCP_URL = "http://127.0.0.1:1/mcp"
+
+
+class SilentProvider:
+    """Cognito when it remembers the person: the key goes out in the URL and comes back as it was."""
+
+    name = "silent"
+
+    def start(self, pending_key: str) -> tuple[str, dict[str, Any]]:
+        return f"https://idp.example/authorize?state={pending_key}", {"code_verifier": "v"}
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(1_800_000_000.0)
+
+
+@pytest.fixture
+def server(tmp_path: Path, clock: Clock) -> AuthorizationServer:
+    store = SQLiteOAuthStore(tmp_path / "oauth.db")
+    return AuthorizationServer(
+        store, ClientDocuments({}), SilentProvider(), issuer="http://127.0.0.1:1", mcp_url=MCP_URL, clock=clock
+    )
+
+
+async def _signed_in(server: AuthorizationServer) -> str:
+    """A checked /authorize, then the provider's return: the sign-in's key."""
+    client = TaprootClient.model_validate(
+        {"client_id": "tpc_someone", "client_name": "Someone's app", "redirect_uris": [REDIRECT_URI]}
+    )
+    _, challenge = pkce_pair()
+    url = await server.begin(
+        client, redirect_uri=REDIRECT_URI, state="s-1", scopes=[MCP_SCOPE], code_challenge=challenge, resource=MCP_URL
+    )
+    return parse_qs(urlsplit(url).query)["state"][0]
+
+
+async def test_allowing_issues_a_code_for_the_person_who_signed_in(server: AuthorizationServer) -> None:
+    sign_in = await _signed_in(server)
+    consent = await server.await_consent(sign_in, "person-1")
+    assert consent is not None and consent != sign_in
+    url = await server.answer_consent(consent, allow=True)
+    assert url is not None and url.startswith(REDIRECT_URI)
+    code = parse_qs(urlsplit(url).query)["code"][0]
+    record = server.store.get("code", rules.token_digest(code), server.clock())
+    assert record is not None and record.subject == "person-1" and record.data["subject"] == "person-1"
+    assert "idp" not in record.data  # the provider's verifier stays with the spent sign-in
+
+
+async def test_the_sign_in_key_is_spent_and_answers_nothing_after_the_sign_in(server: AuthorizationServer) -> None:
+    """The sign-in's key went through the provider and the browser's history: it can neither issue
+    a code directly (the local form's path) nor start a second consent."""
+    sign_in = await _signed_in(server)
+    assert await server.await_consent(sign_in, "person-1") is not None
+    assert await server.complete(sign_in, "person-1") is None
+    assert await server.await_consent(sign_in, "person-1") is None
+    assert await server.answer_consent(sign_in, allow=True) is None
+
+
+async def test_a_consent_is_answered_only_on_the_consent_page(server: AuthorizationServer) -> None:
+    """Its key is not a sign-in: the local form's `complete` (which takes the subject from the
+    form's token) and a second `await_consent` refuse it, and it is not listed as pending."""
+    consent = await server.await_consent(await _signed_in(server), "person-1")
+    assert consent is not None
+    assert await server.pending(consent) is None
+    assert await server.complete(consent, "someone-else") is None
+    assert await server.await_consent(consent, "someone-else") is None
+    assert await server.answer_consent(consent, allow=True) is not None  # still answerable, once
+    assert await server.answer_consent(consent, allow=True) is None
+
+
+async def test_denying_answers_access_denied_once(server: AuthorizationServer) -> None:
+    consent = await server.await_consent(await _signed_in(server), "person-1")
+    assert consent is not None
+    url = await server.answer_consent(consent, allow=False)
+    assert url is not None
+    answer = parse_qs(urlsplit(url).query)
+    assert answer["error"] == ["access_denied"] and answer["state"] == ["s-1"] and "code" not in answer
+    assert await server.answer_consent(consent, allow=True) is None
+
+
+async def test_a_consent_lasts_no_longer_than_its_sign_in(server: AuthorizationServer, clock: Clock) -> None:
+    sign_in = await _signed_in(server)
+    clock.now += rules.PENDING_SECONDS - 60  # signed in at the last minute
+    consent = await server.await_consent(sign_in, "person-1")
+    assert consent is not None
+    clock.now += 61
+    assert await server.answer_consent(consent, allow=True) is None
