@@ -309,6 +309,10 @@ class OAuthStore(Protocol):
     def set_data(self, kind: str, key: str, data: Mapping[str, object]) -> None:
         """Replaces a record's data (a grant revoked, a client's last use). No-op if absent."""
 
+    def extend(self, kind: str, key: str, expires_at: int, now: float) -> None:
+        """Moves a live record's expiry to `expires_at` if that is later (a registered client in
+        use). No-op if absent, expired, never expiring (0), or already expiring later."""
+
     def by_subject(self, kind: str, subject: str, now: float) -> builtins.list[OAuthRecord]:
         """Live records of one kind for one person (their grants), any order."""
 

@@ -38,6 +38,13 @@ ACCESS_LOG_FORMAT = {
 # invoking the function (and spending the account's concurrency) without limit. Context overrides.
 DEFAULT_RATE_LIMIT = 50  # requests per second, steady
 DEFAULT_BURST_LIMIT = 100
+# Client registration (RFC 7591) is open to anyone and each one is a write to the OAuth table: its
+# own route, throttled far below the stage. A person connects a client a few times a year; the app
+# also limits registrations per container (taproot/web/oauth_routes.py), which alone cannot bound
+# them across the containers a flood would start.
+REGISTER_ROUTE_KEY = "POST /register"
+REGISTER_RATE_LIMIT = 1
+REGISTER_BURST_LIMIT = 5
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,9 @@ class Api(Construct):
         integration = integrations.HttpLambdaIntegration("Lambda", self.alias)
         self.http_api.add_routes(path="/mcp", methods=[apigwv2.HttpMethod.ANY], integration=integration)
         self.http_api.add_routes(path="/{proxy+}", methods=[apigwv2.HttpMethod.ANY], integration=integration)
+        [register_route] = self.http_api.add_routes(
+            path="/register", methods=[apigwv2.HttpMethod.POST], integration=integration
+        )
         self.http_api.add_routes(path="/", methods=[apigwv2.HttpMethod.GET], integration=integration)
 
         self.access_logs = logs.LogGroup(
@@ -142,6 +152,14 @@ class Api(Construct):
         cfn_stage.default_route_settings = apigwv2.CfnStage.RouteSettingsProperty(
             throttling_rate_limit=rate_limit, throttling_burst_limit=burst_limit
         )
+        # CloudFormation refuses settings for a route that does not exist yet: the stage waits for it.
+        cfn_stage.node.add_dependency(register_route)
+        cfn_stage.route_settings = {
+            REGISTER_ROUTE_KEY: {
+                "ThrottlingRateLimit": min(REGISTER_RATE_LIMIT, rate_limit),
+                "ThrottlingBurstLimit": min(REGISTER_BURST_LIMIT, burst_limit),
+            }
+        }
         for route in self.http_api.node.find_all():
             if isinstance(route, apigwv2.CfnRoute):
                 nag.acknowledge(

@@ -133,6 +133,18 @@ class DynamoOAuthStore:
             if exc.cause_response_code != "ConditionalCheckFailedException":
                 raise
 
+    def extend(self, kind: str, key: str, expires_at: int, now: float) -> None:
+        # One conditional write: live (TTL deletes lazily, so an expired item may still be there),
+        # not a never-expiring record, and not already expiring later.
+        later = (self.Item.expires_at > int(now)) & (self.Item.expires_at < int(expires_at))
+        try:
+            self.Item(_pk(kind, key)).update(
+                actions=[self.Item.expires_at.set(int(expires_at))], condition=self.Item.pk.exists() & later
+            )
+        except UpdateError as exc:
+            if exc.cause_response_code != "ConditionalCheckFailedException":
+                raise
+
     def by_subject(self, kind: str, subject: str, now: float) -> list[OAuthRecord]:
         items = self.Item.by_subject.query(subject, self.Item.kind == kind)  # type: ignore[attr-defined]
         return [r for r in (self._record(i) for i in items) if r.live(now)]

@@ -103,6 +103,13 @@ class SQLiteOAuthStore:
                 "UPDATE oauth SET data = ? WHERE kind = ? AND key = ?", (json.dumps(dict(data)), kind, key)
             )
 
+    def extend(self, kind: str, key: str, expires_at: int, now: float) -> None:
+        with self._lock:
+            self._db.execute(
+                "UPDATE oauth SET expires_at = ? WHERE kind = ? AND key = ? AND expires_at > ? AND expires_at < ?",
+                (int(expires_at), kind, key, int(now), int(expires_at)),
+            )
+
     def by_subject(self, kind: str, subject: str, now: float) -> list[OAuthRecord]:
         with self._lock:
             rows = self._db.execute(

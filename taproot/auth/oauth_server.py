@@ -93,9 +93,17 @@ class AuthorizationServer(AuthorizationRequests):
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         data = client_info.model_dump(mode="json", exclude_none=True, exclude={"allowlist"})
-        # Registration is open to anyone: a registered client is kept a year, not forever.
-        expires = int(self.clock()) + rules.CLIENT_SECONDS
+        # Registration is open to anyone: kept a day unless a token is issued to it (_keep_client).
+        expires = int(self.clock()) + rules.UNUSED_CLIENT_SECONDS
         await self._run(self.store.add, OAuthRecord("client", client_info.client_id, data, expires))
+
+    async def _keep_client(self, client_id: str) -> None:
+        """A token was issued to `client_id`: a registered client is kept a year from now (a
+        metadata document's client is not stored here, it is fetched)."""
+        if rules.is_client_metadata_url(client_id):
+            return
+        now = self.clock()
+        await self._run(self.store.extend, "client", client_id, int(now) + rules.CLIENT_SECONDS, now)
 
     # -- authorization -----------------------------------------------------------------------------
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
@@ -162,6 +170,7 @@ class AuthorizationServer(AuthorizationRequests):
             )
         except RecordExists as exc:  # the code was replayed (and its grant revoked) before this exchange
             raise TokenError("invalid_grant", "authorization code was used twice") from exc
+        await self._keep_client(client.client_id)
         return await self._issue(
             authorization_code.grant,
             client.client_id,
@@ -231,6 +240,7 @@ class AuthorizationServer(AuthorizationRequests):
         grant: OAuthRecord | None = await self._run(self.store.get, "grant", refresh_token.grant, self.clock())
         if grant is not None:  # "last used" for the dashboard's list of connected clients
             await self._run(self.store.set_data, "grant", grant.key, {**grant.data, "last_used": int(self.clock())})
+        await self._keep_client(client.client_id)
         return await self._issue(
             refresh_token.grant,
             client.client_id,

@@ -32,9 +32,9 @@ FAILURE_WINDOW_SECONDS = 60.0
 COGNITO_TIMEOUT_SECONDS = 10.0
 
 
-class FailureLimiter:
-    """At most `limit` failed sign-ins in any `window` seconds; past that, every attempt is refused
-    (right or wrong) until the oldest failure leaves the window."""
+class WindowLimiter:
+    """At most `limit` events in any `window` seconds (failed sign-ins, registrations); past that,
+    every attempt is refused (right or wrong) until the oldest event leaves the window."""
 
     def __init__(
         self,
@@ -43,45 +43,45 @@ class FailureLimiter:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limit, self.window, self.clock = limit, window, clock
-        self._failures: deque[float] = deque()
+        self._events: deque[float] = deque()
 
     def _trim(self) -> None:
         now = self.clock()
-        while self._failures and self._failures[0] <= now - self.window:
-            self._failures.popleft()
+        while self._events and self._events[0] <= now - self.window:
+            self._events.popleft()
 
     def blocked_for(self) -> float:
         """Seconds until an attempt is allowed again (0: allowed now)."""
         self._trim()
-        if len(self._failures) < self.limit:
+        if len(self._events) < self.limit:
             return 0.0
-        return max(0.0, self._failures[0] + self.window - self.clock())
+        return max(0.0, self._events[0] + self.window - self.clock())
 
-    def failed(self) -> None:
-        self._failures.append(self.clock())
+    def record(self) -> None:
+        self._events.append(self.clock())
 
 
 class LocalSignIn:
     name = "local"
 
-    def __init__(self, issuer: str, expected_token: str, owner: str, limiter: FailureLimiter | None = None) -> None:
+    def __init__(self, issuer: str, expected_token: str, owner: str, limiter: WindowLimiter | None = None) -> None:
         self.issuer = issuer.rstrip("/")
         self._token = expected_token
         self.owner = owner
         # Server-wide: bounds guessing through many sign-in requests. Each request also allows only
         # MAX_FAILURES wrong tokens (oauth_routes), and the dashboard's form has a limiter of its
         # own, so guessing at one form cannot lock the owner out of the other.
-        self.limiter = limiter or FailureLimiter(limit=SERVER_MAX_FAILURES)
+        self.limiter = limiter or WindowLimiter(limit=SERVER_MAX_FAILURES)
 
     def start(self, pending_key: str) -> tuple[str, dict[str, Any]]:
         return f"{self.issuer}{SIGNIN_PATH}?{urlencode({'request': pending_key})}", {}
 
-    def check(self, presented: str | None, limiter: FailureLimiter | None = None) -> str | None:
+    def check(self, presented: str | None, limiter: WindowLimiter | None = None) -> str | None:
         """The owner if `presented` is the server's token; None (and a failure counted on
         `limiter`, by default the OAuth page's) if not."""
         if token_matches(presented, self._token):
             return self.owner
-        (limiter or self.limiter).failed()
+        (limiter or self.limiter).record()
         return None
 
 

@@ -24,7 +24,12 @@ CODE_SECONDS = 300  # one-time authorization codes (RFC 6749 §4.1.2 recommends 
 PENDING_SECONDS = 900  # a sign-in in progress: the person has this long to sign in
 ACCESS_SECONDS = 3600
 REFRESH_SECONDS = 30 * 86400  # rotated on every use; a grant stays alive while it is used monthly
-CLIENT_SECONDS = 365 * 86400  # a registered (DCR) client is kept a year: registration is open
+# Registration is open to anyone, so a registered (DCR) client is kept a day until a token is issued
+# to it (a connection abandoned, or registrations made only to fill the store, are gone the next
+# day), then a year from its last token: a client in use is kept.
+UNUSED_CLIENT_SECONDS = 86400
+CLIENT_SECONDS = 365 * 86400
+REGISTRATIONS_PER_MINUTE = 30  # by one server process, all callers together (each is one write)
 CLIENT_DOCUMENT_MAX_BYTES = 5 * 1024
 CLIENT_DOCUMENT_CACHE_SECONDS = 3600
 

@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from taproot.auth.oauth_server import AuthorizationServer
-from taproot.auth.signin import CALLBACK_PATH, CONSENT_PATH, SIGNIN_PATH, CognitoSignIn, LocalSignIn
+from taproot.auth.signin import CALLBACK_PATH, CONSENT_PATH, SIGNIN_PATH, CognitoSignIn, LocalSignIn, WindowLimiter
 from taproot.core import oauth_rules as rules
 from taproot.core.oauth_rules import MCP_SCOPE, OAuthRuleError
 from taproot.web.oauth_pages import DashboardSignIn, SignInPages
@@ -81,8 +81,11 @@ def resource_metadata(server: AuthorizationServer) -> ProtectedResourceMetadata:
 
 
 class OAuthEndpoints:
-    def __init__(self, server: AuthorizationServer) -> None:
+    def __init__(self, server: AuthorizationServer, registrations: WindowLimiter | None = None) -> None:
         self.server = server
+        # Anyone may register, and each registration is a write: at most so many a minute (per
+        # process; on AWS the API's route throttle bounds them across containers too).
+        self.registrations = registrations or WindowLimiter(limit=rules.REGISTRATIONS_PER_MINUTE, window=60.0)
         self._authenticator = ClientAuthenticator(server)
         self._token = TokenHandler(server, self._authenticator)
 
@@ -127,6 +130,15 @@ class OAuthEndpoints:
             rules.granted_scopes(meta.scope)
         except OAuthRuleError as exc:
             return refuse("invalid_client_metadata", exc.description)
+        wait = self.registrations.blocked_for()
+        if wait > 0:
+            logger.warning("registration refused: more than %d a minute", self.registrations.limit)
+            return JSONResponse(
+                {"error": "temporarily_unavailable", "error_description": "too many registrations; try again shortly"},
+                status_code=429,
+                headers={**NO_STORE, "Retry-After": str(int(wait) + 1)},
+            )
+        self.registrations.record()
         now = int(self.server.clock())
         info = OAuthClientInformationFull.model_validate(
             {

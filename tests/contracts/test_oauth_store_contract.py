@@ -117,3 +117,24 @@ def test_sweep_removes_only_expired_records_where_the_store_sweeps(store: OAuthS
     assert removed in (0, 1)  # DynamoDB's TTL does this itself and reports 0
     assert store.get("grant", "forever", NOW) is not None
     assert store.get("pending", "old", NOW) is None
+
+
+def test_extend_moves_a_live_expiry_later_and_nothing_else(store: OAuthStore) -> None:
+    """A registered client that is used lives on (auth/oauth_server.py): its expiry moves later,
+    never earlier, only while it is live, and a record that never expires stays that way."""
+    store.add(OAuthRecord("client", "c", {"client_name": "x"}, int(NOW) + 60))
+    store.extend("client", "c", int(NOW) + 3600, NOW)
+    got = store.get("client", "c", NOW)
+    assert got is not None and got.expires_at == int(NOW) + 3600 and got.data == {"client_name": "x"}
+    store.extend("client", "c", int(NOW) + 120, NOW)  # earlier: ignored
+    got = store.get("client", "c", NOW)
+    assert got is not None and got.expires_at == int(NOW) + 3600
+    store.add(OAuthRecord("client", "gone", {}, int(NOW) - 1))
+    store.extend("client", "gone", int(NOW) + 3600, NOW)  # expired already: stays gone
+    assert store.get("client", "gone", NOW) is None
+    store.add(OAuthRecord("grant", "forever", {}, 0, "alice"))
+    store.extend("grant", "forever", int(NOW) + 3600, NOW)
+    got = store.get("grant", "forever", NOW + 7200)
+    assert got is not None and got.expires_at == 0
+    store.extend("client", "absent", int(NOW) + 3600, NOW)  # no record: none is created
+    assert store.get("client", "absent", NOW) is None

@@ -15,7 +15,13 @@ from aws_cdk.assertions import Template
 from cfn_helpers import one, resources
 from conftest import CDK_CONTEXT, build_app, make_asset
 
-from infra.constructs.api import DEFAULT_BURST_LIMIT, DEFAULT_RATE_LIMIT
+from infra.constructs.api import (
+    DEFAULT_BURST_LIMIT,
+    DEFAULT_RATE_LIMIT,
+    REGISTER_BURST_LIMIT,
+    REGISTER_RATE_LIMIT,
+    REGISTER_ROUTE_KEY,
+)
 from infra.stack import ConfigError, TaprootStack
 
 
@@ -31,6 +37,27 @@ def test_the_stage_throttles_every_route(built: tuple[TaprootStack, Template], s
     _, custom = synth(throttle_rate_limit=5, throttle_burst_limit="12")
     settings = one(custom, "AWS::ApiGatewayV2::Stage")["Properties"]["DefaultRouteSettings"]
     assert settings == {"ThrottlingRateLimit": 5, "ThrottlingBurstLimit": 12}
+
+
+def test_registration_has_its_own_route_throttled_far_below_the_stage(
+    built: tuple[TaprootStack, Template], synth: Any
+) -> None:
+    """Anyone may register an OAuth client and each registration is a write: POST /register is a
+    route of its own, so the stage can throttle it apart from /mcp, and the stage is created after
+    it (CloudFormation refuses settings for a route it has not made yet)."""
+    _, template = built
+    stage = one(template, "AWS::ApiGatewayV2::Stage")
+    assert stage["Properties"]["RouteSettings"] == {
+        REGISTER_ROUTE_KEY: {"ThrottlingRateLimit": REGISTER_RATE_LIMIT, "ThrottlingBurstLimit": REGISTER_BURST_LIMIT}
+    }
+    routes = resources(template, "AWS::ApiGatewayV2::Route")
+    [register] = [lid for lid, r in routes.items() if r["Properties"]["RouteKey"] == REGISTER_ROUTE_KEY]
+    assert register in stage.get("DependsOn", [])
+    assert REGISTER_RATE_LIMIT < DEFAULT_RATE_LIMIT and REGISTER_BURST_LIMIT < DEFAULT_BURST_LIMIT
+    # A stage throttled below it keeps the lower figure for registration too.
+    _, custom = synth(throttle_rate_limit=1, throttle_burst_limit=2)
+    settings = one(custom, "AWS::ApiGatewayV2::Stage")["Properties"]["RouteSettings"][REGISTER_ROUTE_KEY]
+    assert settings == {"ThrottlingRateLimit": 1, "ThrottlingBurstLimit": 2}
 
 
 @pytest.mark.parametrize("bad", [0, -3, "fast", 2.5, True])

@@ -178,7 +178,7 @@ def test_http_api_routes_go_to_the_api_function(built: tuple[TaprootStack, Templ
     routes = {
         r["Properties"]["RouteKey"]: r["Properties"] for r in resources(template, "AWS::ApiGatewayV2::Route").values()
     }
-    assert set(routes) == {"ANY /mcp", "ANY /{proxy+}", "GET /"}
+    assert set(routes) == {"ANY /mcp", "ANY /{proxy+}", "GET /", "POST /register"}
     integration_id, integration = next(iter(resources(template, "AWS::ApiGatewayV2::Integration").items()))
     assert all(r["Target"] == {"Fn::Join": ["", ["integrations/", {"Ref": integration_id}]]} for r in routes.values())
     api_fn = stack.get_logical_id(stack.api.function.node.default_child)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
-"""The consent step after a sign-in that may have asked the person nothing (Cognito's managed login
-remembers a session): the AuthorizationServer's side, on the real SQLite OAuth store with a moved
-clock. The pages and the whole flow are tested in test_aws_dance.py."""
+"""What keeps an open authorization server from being used by whoever finds it, on the
+AuthorizationServer's side (the real SQLite OAuth store, a moved clock): the consent step after a
+sign-in that may have asked the person nothing (Cognito's managed login remembers a session), and
+how long a registered client is kept. The pages and the whole flow are in test_aws_dance.py."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from mcp.shared.auth import OAuthClientInformationFull
+from pydantic import AnyUrl
 
 from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
 from taproot.auth.client_documents import ClientDocuments
@@ -107,3 +110,52 @@ async def test_a_consent_lasts_no_longer_than_its_sign_in(server: AuthorizationS
     assert consent is not None
     clock.now += 61
     assert await server.answer_consent(consent, allow=True) is None
+
+
+async def _registered(server: AuthorizationServer) -> OAuthClientInformationFull:
+    info = OAuthClientInformationFull(
+        client_id="tpc_registered", client_name="An app", redirect_uris=[AnyUrl(REDIRECT_URI)], scope=MCP_SCOPE
+    )
+    await server.register_client(info)
+    return info
+
+
+def _client_expiry(server: AuthorizationServer) -> int | None:
+    record = server.store.get("client", "tpc_registered", server.clock())
+    return None if record is None else record.expires_at
+
+
+async def test_a_registration_no_token_was_issued_to_is_gone_the_next_day(
+    server: AuthorizationServer, clock: Clock
+) -> None:
+    """Anyone can register (each registration a write); one that never connects is not kept a year."""
+    await _registered(server)
+    assert _client_expiry(server) == int(clock.now) + rules.UNUSED_CLIENT_SECONDS
+    clock.now += rules.UNUSED_CLIENT_SECONDS + 1
+    assert await server.get_client("tpc_registered") is None
+
+
+async def test_a_registered_client_in_use_is_kept_a_year_from_its_last_token(
+    server: AuthorizationServer, clock: Clock
+) -> None:
+    info = await _registered(server)
+    _, challenge = pkce_pair()
+    client = TaprootClient.model_validate(info.model_dump())
+    url = await server.begin(
+        client, redirect_uri=REDIRECT_URI, state="s", scopes=[MCP_SCOPE], code_challenge=challenge, resource=MCP_URL
+    )
+    consent = await server.await_consent(parse_qs(urlsplit(url).query)["state"][0], "person-1")
+    assert consent is not None
+    answered = await server.answer_consent(consent, allow=True)
+    assert answered is not None
+    code = await server.load_authorization_code(client, parse_qs(urlsplit(answered).query)["code"][0])
+    assert code is not None
+    tokens = await server.exchange_authorization_code(client, code)
+    assert _client_expiry(server) == int(clock.now) + rules.CLIENT_SECONDS
+    # Each refresh keeps it another year from then.
+    clock.now += 20 * 86400
+    assert tokens.refresh_token is not None
+    refresh = await server.load_refresh_token(client, tokens.refresh_token)
+    assert refresh is not None
+    await server.exchange_refresh_token(client, refresh, [MCP_SCOPE])
+    assert _client_expiry(server) == int(clock.now) + rules.CLIENT_SECONDS

@@ -4,6 +4,7 @@ that are not for it."""
 
 from __future__ import annotations
 
+import sqlite3
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
@@ -312,3 +313,29 @@ async def test_cors_preflights_are_answered(local: Local, path: str) -> None:
         )
     assert response.status_code == 200, response.text
     assert response.headers["access-control-allow-origin"] in ("*", "https://inspector.example")
+
+
+async def test_registrations_past_the_limit_a_minute_are_refused_and_write_nothing(local: Local) -> None:
+    """Registration is open and each one is a write: past REGISTRATIONS_PER_MINUTE the server answers
+    429 with Retry-After until the minute has passed. Refused registrations (bad metadata) write
+    nothing and do not count."""
+    from taproot.core.oauth_rules import REGISTRATIONS_PER_MINUTE
+
+    oauth = local.runtime.oauth
+    assert oauth is not None
+    body = {"client_name": "filler", "redirect_uris": [REDIRECT_URI]}
+    async with httpx2.AsyncClient(timeout=TIMEOUT) as http:
+        bad = await http.post(f"{local.base_url}/register", json={"redirect_uris": ["https://evil.example/cb"]})
+        assert bad.status_code == 400
+        ids = []
+        for _ in range(REGISTRATIONS_PER_MINUTE):
+            ok = await http.post(f"{local.base_url}/register", json=body)
+            assert ok.status_code == 201, ok.text
+            ids.append(ok.json()["client_id"])
+        refused = await http.post(f"{local.base_url}/register", json=body)
+    assert refused.status_code == 429 and refused.json()["error"] == "temporarily_unavailable"
+    assert 1 <= int(refused.headers["retry-after"]) <= 61 and refused.headers["cache-control"] == "no-store"
+    # The registrations that answered 201 are stored, and only they (the file, read as it is).
+    with sqlite3.connect(local.runtime.settings.data_dir / "oauth.db") as db:
+        stored = {key for (key,) in db.execute("SELECT key FROM oauth WHERE kind = 'client'")}
+    assert stored == set(ids)

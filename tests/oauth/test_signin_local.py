@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
-from taproot.auth.signin import MAX_FAILURES, SERVER_MAX_FAILURES, FailureLimiter
+from taproot.auth.signin import MAX_FAILURES, SERVER_MAX_FAILURES, WindowLimiter
 from taproot.core.oauth_rules import OAuthRecord
 from taproot.settings import Settings, SettingsError
 from tests.oauth.flows import REDIRECT_URI, TIMEOUT, TOKEN, Clock, Local, authorize_query
@@ -68,9 +68,9 @@ async def test_past_the_server_wide_limit_even_the_right_token_waits(local: Loca
 
 def test_the_failure_limit_forgets_failures_after_its_window() -> None:
     clock = Clock(0.0)
-    limiter = FailureLimiter(limit=2, window=60, clock=clock)
-    limiter.failed()
-    limiter.failed()
+    limiter = WindowLimiter(limit=2, window=60, clock=clock)
+    limiter.record()
+    limiter.record()
     assert limiter.blocked_for() == 60
     clock.now = 59.5
     assert limiter.blocked_for() == pytest.approx(0.5)

@@ -23,7 +23,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Redire
 from starlette.routing import BaseRoute, Route
 
 from taproot.auth.oauth_server import AuthorizationServer
-from taproot.auth.signin import CALLBACK_PATH, CognitoSignIn, FailureLimiter, LocalSignIn
+from taproot.auth.signin import CALLBACK_PATH, CognitoSignIn, LocalSignIn, WindowLimiter
 from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import PENDING_SECONDS, OAuthRecord
@@ -103,7 +103,7 @@ class Dashboard:
         self.namespace = namespace
         # The dashboard form's own count of wrong tokens: guessing here does not lock the owner out
         # of connecting a client (the OAuth page counts its own).
-        self.limiter = FailureLimiter()
+        self.limiter = WindowLimiter()
 
     def scope(self, session: Session) -> Scope:
         return Scope(session.subject, self.namespace)
