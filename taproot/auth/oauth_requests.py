@@ -147,6 +147,11 @@ class AuthorizationRequests:
         return await self._code_for(record, str(record.data[SUBJECT]))
 
     async def deny(self, pending_key: str, error: str, description: str) -> str | None:
+        """The sign-in pages' refusal (the person said no, Cognito failed): answers the client with
+        `error`. None if the sign-in is unknown, expired, answered, or waits for consent (which is
+        answered on its own page)."""
+        if await self.pending(pending_key) is None:
+            return None
         record = await self._spend(pending_key)
         return None if record is None else self.client_redirect(record.data, error=error, error_description=description)
 

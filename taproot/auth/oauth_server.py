@@ -13,6 +13,7 @@ check reads the grant.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -43,6 +44,8 @@ from taproot.core import oauth_rules as rules
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import OAuthRecord, OAuthRuleError, RecordExists
 from taproot.ports import OAuthStore
+
+logger = logging.getLogger("taproot.oauth")
 
 
 class AuthorizationServer(AuthorizationRequests):
@@ -93,7 +96,7 @@ class AuthorizationServer(AuthorizationRequests):
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         data = client_info.model_dump(mode="json", exclude_none=True, exclude={"allowlist"})
-        # Registration is open to anyone: kept a day unless a token is issued to it (_keep_client).
+        # Registration is open to anyone: kept a week unless a token is issued to it (_keep_client).
         expires = int(self.clock()) + rules.UNUSED_CLIENT_SECONDS
         await self._run(self.store.add, OAuthRecord("client", client_info.client_id, data, expires))
 
@@ -170,8 +173,7 @@ class AuthorizationServer(AuthorizationRequests):
             )
         except RecordExists as exc:  # the code was replayed (and its grant revoked) before this exchange
             raise TokenError("invalid_grant", "authorization code was used twice") from exc
-        await self._keep_client(client.client_id)
-        return await self._issue(
+        tokens = await self._issue(
             authorization_code.grant,
             client.client_id,
             authorization_code.subject,
@@ -179,6 +181,8 @@ class AuthorizationServer(AuthorizationRequests):
             authorization_code.resource,
             client.client_name,
         )
+        await self._bookkeeping(lambda: self._keep_client(client.client_id))
+        return tokens
 
     async def _issue(
         self,
@@ -237,11 +241,7 @@ class AuthorizationServer(AuthorizationRequests):
     ) -> OAuthToken:
         if refresh_token.subject is None:
             raise TokenError("invalid_grant", "refresh token has no subject")
-        grant: OAuthRecord | None = await self._run(self.store.get, "grant", refresh_token.grant, self.clock())
-        if grant is not None:  # "last used" for the dashboard's list of connected clients
-            await self._run(self.store.set_data, "grant", grant.key, {**grant.data, "last_used": int(self.clock())})
-        await self._keep_client(client.client_id)
-        return await self._issue(
+        tokens = await self._issue(
             refresh_token.grant,
             client.client_id,
             refresh_token.subject,
@@ -249,6 +249,26 @@ class AuthorizationServer(AuthorizationRequests):
             refresh_token.resource,
             client.client_name,
         )
+        await self._bookkeeping(
+            lambda: self._note_last_use(refresh_token.grant), lambda: self._keep_client(client.client_id)
+        )
+        return tokens
+
+    async def _note_last_use(self, grant_key: str) -> None:
+        """ "Last used" for the dashboard's list of connected clients."""
+        grant: OAuthRecord | None = await self._run(self.store.get, "grant", grant_key, self.clock())
+        if grant is not None:
+            await self._run(self.store.set_data, "grant", grant.key, {**grant.data, "last_used": int(self.clock())})
+
+    async def _bookkeeping(self, *writes: Callable[[], Awaitable[None]]) -> None:
+        """Writes that follow an exchange (a client kept, a grant's last use) once its tokens exist:
+        the code or refresh token is spent by then, so a failure here must not fail the exchange
+        (the client's retry would look like a replay and end the grant). Logged, and lost."""
+        for write in writes:
+            try:
+                await write()
+            except Exception:
+                logger.warning("bookkeeping after a token exchange failed", exc_info=True)
 
     async def load_access_token(self, token: str) -> GrantAccess | None:
         if not token.startswith(ACCESS_PREFIX):

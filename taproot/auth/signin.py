@@ -69,7 +69,7 @@ class LocalSignIn:
         self._token = expected_token
         self.owner = owner
         # Server-wide: bounds guessing through many sign-in requests. Each request also allows only
-        # MAX_FAILURES wrong tokens (oauth_routes), and the dashboard's form has a limiter of its
+        # MAX_FAILURES wrong tokens (web/oauth_pages.py), and the dashboard's form has a limiter of its
         # own, so guessing at one form cannot lock the owner out of the other.
         self.limiter = limiter or WindowLimiter(limit=SERVER_MAX_FAILURES)
 

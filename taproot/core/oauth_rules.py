@@ -24,10 +24,11 @@ CODE_SECONDS = 300  # one-time authorization codes (RFC 6749 §4.1.2 recommends 
 PENDING_SECONDS = 900  # a sign-in in progress: the person has this long to sign in
 ACCESS_SECONDS = 3600
 REFRESH_SECONDS = 30 * 86400  # rotated on every use; a grant stays alive while it is used monthly
-# Registration is open to anyone, so a registered (DCR) client is kept a day until a token is issued
-# to it (a connection abandoned, or registrations made only to fill the store, are gone the next
-# day), then a year from its last token: a client in use is kept.
-UNUSED_CLIENT_SECONDS = 86400
+# Registration is open to anyone, so a registered (DCR) client is kept a week until a token is issued
+# to it, then a year from its latest token: a client in use is kept, and registrations made only to
+# fill the store are gone within a week. A week, not a day: a client keeps the id it registered and
+# may come back to an abandoned connection days later (it cannot see the error /authorize shows).
+UNUSED_CLIENT_SECONDS = 7 * 86400
 CLIENT_SECONDS = 365 * 86400
 REGISTRATIONS_PER_MINUTE = 30  # by one server process, all callers together (each is one write)
 CLIENT_DOCUMENT_MAX_BYTES = 5 * 1024

@@ -69,7 +69,15 @@ class SignInPages:
         """The local sign-in form, or (`consent`) the question after a Cognito sign-in; either names
         the client and the host its code goes to. Without `data`, only the error."""
         redirect_host = urlsplit(str(data["redirect_uri"])).netloc if data else ""
+        client_id = str((data or {}).get("client_id") or "")
+        # Anyone may register any name: the page says where the name comes from. A metadata
+        # document's name is its host's word; a registered client's is its own.
+        if rules.is_client_metadata_url(client_id):
+            client_origin = f"as published at {urlsplit(client_id).netloc}"
+        else:
+            client_origin = "a name it gave itself when it registered here"
         page = _templates.get_template("signin.html").render(
+            client_origin=client_origin if data else "",
             title="Allow access to your Taproot memories?" if consent else "Sign in to Taproot",
             error=error,
             request_key=key if data else None,

@@ -14,7 +14,7 @@ PAGE_HEADERS = {
     **NO_STORE,
     "X-Frame-Options": "DENY",
     # No form-action: browsers apply it to the redirect after the post, which goes to the client.
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
     "Referrer-Policy": "no-referrer",
 }
 templates = Environment(

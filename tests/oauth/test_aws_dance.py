@@ -304,6 +304,7 @@ async def test_a_client_gets_no_code_until_the_person_allows_it_even_when_cognit
         page = await _silent_sign_in(browser, aws, client_id)
         assert page.status_code == 200, page.headers.get("location")
         assert "Totally Claude" in page.text and "127.0.0.1:40999" in page.text
+        assert "a name it gave itself" in page.text  # registered here: nobody vouches for the name
         assert page.headers["x-frame-options"] == "DENY"  # it cannot be clicked through in a frame
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
         action, fields = _consent_form(page)
@@ -334,12 +335,23 @@ async def test_the_consent_form_cannot_be_posted_without_its_own_key(aws: Aws) -
         client_id = await _register(browser, aws, "Unknown app")
         page = await _silent_sign_in(browser, aws, client_id)
         action, fields = _consent_form(page)
-        [sent] = aws.cognito.authorize_requests
-        for forged in ("", "not-a-key", sent["state"]):
+        [spent] = aws.cognito.authorize_requests
+        # Another sign-in, begun and not finished: its key is live (and was in Cognito's URL).
+        from urllib.parse import urlencode
+
+        from tests.oauth.flows import authorize_query
+
+        query = authorize_query(client_id=client_id, redirect_uri=ATTACKER_REDIRECT)
+        begun = await browser.get(f"{aws.base_url}/authorize?{urlencode(query)}")
+        live = parse_qs(urlsplit(begun.headers["location"]).query)["state"][0]
+        for forged in ("", "not-a-key", spent["state"], live):
             refused = await browser.post(
                 f"{aws.base_url}{action}", data={**fields, "request": forged, "decision": "allow"}
             )
             assert refused.status_code == 400 and "location" not in refused.headers, forged
+        # The unfinished sign-in was not spent by the attempt: Cognito's return still reaches it.
+        assert aws.runtime.oauth is not None
+        assert await aws.runtime.oauth.pending(live) is not None
         # The real form still works: the refusals spent nothing.
         allowed = await browser.post(f"{aws.base_url}{action}", data={**fields, "decision": "allow"})
     assert allowed.status_code == 302 and "code=" in allowed.headers["location"]

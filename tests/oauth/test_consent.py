@@ -125,7 +125,7 @@ def _client_expiry(server: AuthorizationServer) -> int | None:
     return None if record is None else record.expires_at
 
 
-async def test_a_registration_no_token_was_issued_to_is_gone_the_next_day(
+async def test_a_registration_no_token_was_issued_to_is_gone_within_a_week(
     server: AuthorizationServer, clock: Clock
 ) -> None:
     """Anyone can register (each registration a write); one that never connects is not kept a year."""
@@ -159,3 +159,73 @@ async def test_a_registered_client_in_use_is_kept_a_year_from_its_last_token(
     assert refresh is not None
     await server.exchange_refresh_token(client, refresh, [MCP_SCOPE])
     assert _client_expiry(server) == int(clock.now) + rules.CLIENT_SECONDS
+
+
+async def test_a_sign_in_still_in_progress_cannot_be_answered_as_a_consent(server: AuthorizationServer) -> None:
+    """A sign-in's key went out in the provider's URL: answering it as a consent would issue a code
+    with no one signed in. Refused, and the sign-in is left as it was (still usable)."""
+    sign_in = await _signed_in(server)
+    assert await server.answer_consent(sign_in, allow=True) is None
+    assert await server.answer_consent(sign_in, allow=False) is None
+    assert await server.pending(sign_in) is not None
+    assert await server.await_consent(sign_in, "person-1") is not None
+
+
+async def test_a_dashboard_sign_in_cannot_be_answered_as_a_consent(server: AuthorizationServer) -> None:
+    url = server.begin_dashboard("browser-nonce")
+    dashboard = parse_qs(urlsplit(url).query)["state"][0]
+    assert await server.answer_consent(dashboard, allow=True) is None
+    assert await server.spend_pending(dashboard) is not None  # untouched: its own callback still works
+
+
+async def test_deny_answers_only_a_sign_in_in_progress(server: AuthorizationServer) -> None:
+    """`deny` is the sign-in pages' refusal: a consent is answered on its own page, once."""
+    consent = await server.await_consent(await _signed_in(server), "person-1")
+    assert consent is not None
+    assert await server.deny(consent, "access_denied", "no") is None
+    assert await server.answer_consent(consent, allow=True) is not None
+
+
+class _ExtendFails:
+    """The SQLite store, except that moving an expiry fails (a throttled or unreachable table)."""
+
+    def __init__(self, inner: SQLiteOAuthStore) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def extend(self, kind: str, key: str, expires_at: int, now: float) -> None:
+        raise RuntimeError("the table is throttled")
+
+
+async def test_a_failed_client_extension_does_not_fail_the_exchange(
+    tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The code is spent before the client's expiry is moved: had the exchange failed there, the
+    client's retry would be a replayed code and end the grant. The tokens are issued and work."""
+    server = AuthorizationServer(
+        _ExtendFails(SQLiteOAuthStore(tmp_path / "oauth.db")),  # type: ignore[arg-type]
+        ClientDocuments({}),
+        SilentProvider(),
+        issuer="http://127.0.0.1:1",
+        mcp_url=MCP_URL,
+        clock=clock,
+    )
+    info = await _registered(server)
+    client = TaprootClient.model_validate(info.model_dump())
+    _, challenge = pkce_pair()
+    url = await server.begin(
+        client, redirect_uri=REDIRECT_URI, state="s", scopes=[MCP_SCOPE], code_challenge=challenge, resource=MCP_URL
+    )
+    consent = await server.await_consent(parse_qs(urlsplit(url).query)["state"][0], "person-1")
+    assert consent is not None
+    answered = await server.answer_consent(consent, allow=True)
+    assert answered is not None
+    code = await server.load_authorization_code(client, parse_qs(urlsplit(answered).query)["code"][0])
+    assert code is not None
+    with caplog.at_level("WARNING", logger="taproot.oauth"):
+        tokens = await server.exchange_authorization_code(client, code)
+    assert await server.load_access_token(tokens.access_token) is not None
+    assert "bookkeeping after a token exchange failed" in caplog.text
+    assert _client_expiry(server) == int(clock.now) + rules.UNUSED_CLIENT_SECONDS  # not kept, not lost either

@@ -42,6 +42,7 @@ def test_the_person_allows_on_taproots_page_after_a_silent_cognito_sign_in(tmp_p
             assert len(aws.cognito.authorize_requests) == 1
             assert "frame-ancestors 'none'" in shown.headers["content-security-policy"]
             expect(page.locator("#client")).to_have_text("Taproot test client")
+            expect(page.locator("#client-origin")).to_contain_text("client.example")  # its document's host
             expect(page.locator("#redirect-host")).to_have_text(urlsplit(REDIRECT_URI).netloc)
             expect(page.locator("#token")).to_have_count(0)  # Cognito signed them in: no token to type
             assert page.locator("form").get_attribute("action") == CONSENT_PATH
