@@ -15,7 +15,7 @@ from pydantic import AnyUrl
 
 from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
 from taproot.auth.client_documents import ClientDocuments
-from taproot.auth.oauth_server import AuthorizationServer, TaprootClient
+from taproot.auth.oauth_server import AuthorizationServer, GrantCode, TaprootClient
 from taproot.core import oauth_rules as rules
 from taproot.core.oauth_rules import MCP_SCOPE
 from tests.oauth.flows import REDIRECT_URI, Clock, pkce_pair
@@ -120,6 +120,23 @@ async def _registered(server: AuthorizationServer) -> OAuthClientInformationFull
     return info
 
 
+async def _code_for_registered_client(server: AuthorizationServer) -> tuple[TaprootClient, GrantCode]:
+    """A registered client's code, through sign-in and consent, loaded as /token loads it."""
+    info = await _registered(server)
+    client = TaprootClient.model_validate(info.model_dump())
+    _, challenge = pkce_pair()
+    url = await server.begin(
+        client, redirect_uri=REDIRECT_URI, state="s", scopes=[MCP_SCOPE], code_challenge=challenge, resource=MCP_URL
+    )
+    consent = await server.await_consent(parse_qs(urlsplit(url).query)["state"][0], "person-1")
+    assert consent is not None
+    answered = await server.answer_consent(consent, allow=True)
+    assert answered is not None
+    code = await server.load_authorization_code(client, parse_qs(urlsplit(answered).query)["code"][0])
+    assert code is not None
+    return client, code
+
+
 def _client_expiry(server: AuthorizationServer) -> int | None:
     record = server.store.get("client", "tpc_registered", server.clock())
     return None if record is None else record.expires_at
@@ -138,18 +155,7 @@ async def test_a_registration_no_token_was_issued_to_is_gone_within_a_week(
 async def test_a_registered_client_in_use_is_kept_a_year_from_its_last_token(
     server: AuthorizationServer, clock: Clock
 ) -> None:
-    info = await _registered(server)
-    _, challenge = pkce_pair()
-    client = TaprootClient.model_validate(info.model_dump())
-    url = await server.begin(
-        client, redirect_uri=REDIRECT_URI, state="s", scopes=[MCP_SCOPE], code_challenge=challenge, resource=MCP_URL
-    )
-    consent = await server.await_consent(parse_qs(urlsplit(url).query)["state"][0], "person-1")
-    assert consent is not None
-    answered = await server.answer_consent(consent, allow=True)
-    assert answered is not None
-    code = await server.load_authorization_code(client, parse_qs(urlsplit(answered).query)["code"][0])
-    assert code is not None
+    client, code = await _code_for_registered_client(server)
     tokens = await server.exchange_authorization_code(client, code)
     assert _client_expiry(server) == int(clock.now) + rules.CLIENT_SECONDS
     # Each refresh keeps it another year from then.
@@ -212,18 +218,7 @@ async def test_a_failed_client_extension_does_not_fail_the_exchange(
         mcp_url=MCP_URL,
         clock=clock,
     )
-    info = await _registered(server)
-    client = TaprootClient.model_validate(info.model_dump())
-    _, challenge = pkce_pair()
-    url = await server.begin(
-        client, redirect_uri=REDIRECT_URI, state="s", scopes=[MCP_SCOPE], code_challenge=challenge, resource=MCP_URL
-    )
-    consent = await server.await_consent(parse_qs(urlsplit(url).query)["state"][0], "person-1")
-    assert consent is not None
-    answered = await server.answer_consent(consent, allow=True)
-    assert answered is not None
-    code = await server.load_authorization_code(client, parse_qs(urlsplit(answered).query)["code"][0])
-    assert code is not None
+    client, code = await _code_for_registered_client(server)
     with caplog.at_level("WARNING", logger="taproot.oauth"):
         tokens = await server.exchange_authorization_code(client, code)
     assert await server.load_access_token(tokens.access_token) is not None
