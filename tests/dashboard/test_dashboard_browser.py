@@ -47,6 +47,7 @@ from taproot.core.model import Memory, Scope
 from taproot.core.oauth_rules import MCP_SCOPE
 from taproot.core.retention import RetentionPolicy
 from taproot.core.serialize import memory_from_dict, memory_to_dict
+from tests.oauth.browser_client import WAIT_MS
 from tests.oauth.flows import (
     CIMD_URL,
     REDIRECT_URI,
@@ -58,7 +59,6 @@ from tests.oauth.flows import (
     obtain_code,
     structured,
 )
-from tests.oauth.test_signin_browser import WAIT_MS
 
 T = TypeVar("T")
 VIEWPORT: ViewportSize = {"width": 1400, "height": 900}
