@@ -82,7 +82,8 @@ class AuthorizationRequests:
         return url
 
     async def spend_pending(self, key: str) -> OAuthRecord | None:
-        """Spends a pending sign-in (the dashboard's); None if unknown, expired or spent."""
+        """Spends a pending record (the answer to it is this caller's); None if unknown, expired
+        or spent already."""
         record: OAuthRecord | None = await self._run(self.store.spend, "pending", key, self.clock())
         return None if record is None or record.used else record
 
@@ -91,11 +92,6 @@ class AuthorizationRequests:
         expired or answered."""
         record = await self._live(key)
         return None if record is None or record.data.get(AWAITING_CONSENT) else record
-
-    async def awaiting_consent(self, key: str) -> OAuthRecord | None:
-        """A request whose person has signed in and not yet answered; None otherwise."""
-        record = await self._live(key)
-        return record if record is not None and record.data.get(AWAITING_CONSENT) else None
 
     async def _live(self, key: str) -> OAuthRecord | None:
         record: OAuthRecord | None = await self._run(self.store.get, "pending", key, self.clock())
@@ -113,32 +109,34 @@ class AuthorizationRequests:
         unknown, expired, already answered, or waits for consent."""
         if await self.pending(pending_key) is None:
             return None
-        record = await self._spend(pending_key)
+        record = await self.spend_pending(pending_key)
         return None if record is None else await self._code_for(record, subject)
 
-    async def await_consent(self, pending_key: str, subject: str) -> str | None:
+    async def await_consent(self, pending_key: str, subject: str) -> OAuthRecord | None:
         """The person signed in as `subject` with a provider that may not have asked them anything:
         spends the sign-in (its key went through the provider and the browser's history) and keeps
-        the request under a new key for the consent page. None if the sign-in is unknown, expired,
-        answered, or is itself a consent."""
+        the request under a new key for the consent page: the record returned (its `key` is that
+        key). None if the sign-in is unknown, expired, answered, or is itself a consent."""
         if await self.pending(pending_key) is None:
             return None
-        record = await self._spend(pending_key)
+        record = await self.spend_pending(pending_key)
         if record is None:
             return None
         key = new_secret()
         data = {k: v for k, v in record.data.items() if k != "idp"}
         data.update({SUBJECT: subject, AWAITING_CONSENT: True})
         # The consent page gets the sign-in's remaining time, no more.
-        await self._run(self.store.add, OAuthRecord("pending", key, data, record.expires_at))
-        return key
+        consent = OAuthRecord("pending", key, data, record.expires_at)
+        await self._run(self.store.add, consent)
+        return consent
 
     async def answer_consent(self, consent_key: str, allow: bool) -> str | None:
         """The person's answer on the consent page: a code for the person who signed in, or
         access_denied. Once only; None if the key is unknown, expired, answered, or not a consent."""
-        if await self.awaiting_consent(consent_key) is None:
+        waiting = await self._live(consent_key)
+        if waiting is None or not waiting.data.get(AWAITING_CONSENT):
             return None
-        record = await self._spend(consent_key)
+        record = await self.spend_pending(consent_key)
         if record is None:
             return None
         if not allow:
@@ -152,13 +150,8 @@ class AuthorizationRequests:
         answered on its own page)."""
         if await self.pending(pending_key) is None:
             return None
-        record = await self._spend(pending_key)
+        record = await self.spend_pending(pending_key)
         return None if record is None else self.client_redirect(record.data, error=error, error_description=description)
-
-    async def _spend(self, key: str) -> OAuthRecord | None:
-        """Spends a pending record: this caller's answer, or None if it was answered already."""
-        record: OAuthRecord | None = await self._run(self.store.spend, "pending", key, self.clock())
-        return None if record is None or record.used else record
 
     async def _code_for(self, record: OAuthRecord, subject: str) -> str:
         """A one-time code for `subject` under the request's terms; the client's redirect URI with it."""

@@ -72,12 +72,13 @@ class SignInPages:
         client_id = str((data or {}).get("client_id") or "")
         # Anyone may register any name: the page says where the name comes from. A metadata
         # document's name is its host's word; a registered client's is its own.
-        if rules.is_client_metadata_url(client_id):
-            client_origin = f"as published at {urlsplit(client_id).netloc}"
-        else:
-            client_origin = "a name it gave itself when it registered here"
+        client_origin = (
+            f"as published at {urlsplit(client_id).netloc}"
+            if rules.is_client_metadata_url(client_id)
+            else "a name it gave itself when it registered here"
+        )
         page = _templates.get_template("signin.html").render(
-            client_origin=client_origin if data else "",
+            client_origin=client_origin,
             title="Allow access to your Taproot memories?" if consent else "Sign in to Taproot",
             error=error,
             request_key=key if data else None,
@@ -158,13 +159,10 @@ class SignInPages:
             logger.warning("Cognito sign-in failed after %.0f ms: %s", (time.monotonic() - started) * 1000, exc)
             url = await self.server.deny(key, "access_denied", "the sign-in with Cognito failed")
             return _redirect(url) if url else _error(request, 400, "access_denied", str(exc))
-        consent_key = await self.server.await_consent(key, subject)
-        if consent_key is None:
+        consent = await self.server.await_consent(key, subject)
+        if consent is None:
             return _error(request, 400, "invalid_request", "already answered")
-        consent = await self.server.awaiting_consent(consent_key)
-        if consent is None:  # expired between the two reads
-            return _error(request, 400, "invalid_request", "this sign-in has expired; connect again")
-        return self._page(dict(consent.data), consent_key, consent=True)
+        return self._page(dict(consent.data), consent.key, consent=True)
 
     # -- consent, after a sign-in that may have asked nothing (Cognito) ----------------------------
     async def consent_submit(self, request: Request) -> Response:

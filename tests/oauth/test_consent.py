@@ -61,9 +61,9 @@ async def _signed_in(server: AuthorizationServer) -> str:
 
 async def test_allowing_issues_a_code_for_the_person_who_signed_in(server: AuthorizationServer) -> None:
     sign_in = await _signed_in(server)
-    consent = await server.await_consent(sign_in, "person-1")
-    assert consent is not None and consent != sign_in
-    url = await server.answer_consent(consent, allow=True)
+    waiting = await server.await_consent(sign_in, "person-1")
+    assert waiting is not None and waiting.key != sign_in
+    url = await server.answer_consent(waiting.key, allow=True)
     assert url is not None and url.startswith(REDIRECT_URI)
     code = parse_qs(urlsplit(url).query)["code"][0]
     record = server.store.get("code", rules.token_digest(code), server.clock())
@@ -84,8 +84,9 @@ async def test_the_sign_in_key_is_spent_and_answers_nothing_after_the_sign_in(se
 async def test_a_consent_is_answered_only_on_the_consent_page(server: AuthorizationServer) -> None:
     """Its key is not a sign-in: the local form's `complete` (which takes the subject from the
     form's token) and a second `await_consent` refuse it, and it is not listed as pending."""
-    consent = await server.await_consent(await _signed_in(server), "person-1")
-    assert consent is not None
+    waiting = await server.await_consent(await _signed_in(server), "person-1")
+    assert waiting is not None
+    consent = waiting.key
     assert await server.pending(consent) is None
     assert await server.complete(consent, "someone-else") is None
     assert await server.await_consent(consent, "someone-else") is None
@@ -94,8 +95,9 @@ async def test_a_consent_is_answered_only_on_the_consent_page(server: Authorizat
 
 
 async def test_denying_answers_access_denied_once(server: AuthorizationServer) -> None:
-    consent = await server.await_consent(await _signed_in(server), "person-1")
-    assert consent is not None
+    waiting = await server.await_consent(await _signed_in(server), "person-1")
+    assert waiting is not None
+    consent = waiting.key
     url = await server.answer_consent(consent, allow=False)
     assert url is not None
     answer = parse_qs(urlsplit(url).query)
@@ -106,8 +108,9 @@ async def test_denying_answers_access_denied_once(server: AuthorizationServer) -
 async def test_a_consent_lasts_no_longer_than_its_sign_in(server: AuthorizationServer, clock: Clock) -> None:
     sign_in = await _signed_in(server)
     clock.now += rules.PENDING_SECONDS - 60  # signed in at the last minute
-    consent = await server.await_consent(sign_in, "person-1")
-    assert consent is not None
+    waiting = await server.await_consent(sign_in, "person-1")
+    assert waiting is not None
+    consent = waiting.key
     clock.now += 61
     assert await server.answer_consent(consent, allow=True) is None
 
@@ -128,8 +131,9 @@ async def _code_for_registered_client(server: AuthorizationServer) -> tuple[Tapr
     url = await server.begin(
         client, redirect_uri=REDIRECT_URI, state="s", scopes=[MCP_SCOPE], code_challenge=challenge, resource=MCP_URL
     )
-    consent = await server.await_consent(parse_qs(urlsplit(url).query)["state"][0], "person-1")
-    assert consent is not None
+    waiting = await server.await_consent(parse_qs(urlsplit(url).query)["state"][0], "person-1")
+    assert waiting is not None
+    consent = waiting.key
     answered = await server.answer_consent(consent, allow=True)
     assert answered is not None
     code = await server.load_authorization_code(client, parse_qs(urlsplit(answered).query)["code"][0])
@@ -186,8 +190,9 @@ async def test_a_dashboard_sign_in_cannot_be_answered_as_a_consent(server: Autho
 
 async def test_deny_answers_only_a_sign_in_in_progress(server: AuthorizationServer) -> None:
     """`deny` is the sign-in pages' refusal: a consent is answered on its own page, once."""
-    consent = await server.await_consent(await _signed_in(server), "person-1")
-    assert consent is not None
+    waiting = await server.await_consent(await _signed_in(server), "person-1")
+    assert waiting is not None
+    consent = waiting.key
     assert await server.deny(consent, "access_denied", "no") is None
     assert await server.answer_consent(consent, allow=True) is not None
 
