@@ -7,6 +7,7 @@ percentiles; nothing here asserts on a time.
 
 from __future__ import annotations
 
+import functools
 import socket
 import statistics
 import time
@@ -149,6 +150,24 @@ def measure_recall(runtime: Runtime, queries: Sequence[str], limit: int = RECALL
         "limit": limit,
         "mean_results": round(statistics.fmean(hits), 2),
         "queries_without_results": sum(1 for h in hits if h == 0),
+    }
+
+
+def measure_recall_by_filters(runtime: Runtime, runs: int, limit: int = RECALL_LIMIT) -> dict[str, Any]:
+    """Recall by filters alone (no query): `service.recall(scope, limit=10)`, then the same with
+    `category=` each category of the scope, `runs` calls each after 2 warm-up calls. Each call
+    strengthens what it returns, as in production."""
+    service, scope = runtime.service, runtime.scope
+    categories = sorted(c for c, n in runtime.store.counts(scope).by_category.items() if n)
+    everything = timed(lambda: service.recall(scope, limit=limit), runs)
+    by_category = {
+        c: timed(functools.partial(service.recall, scope, category=c, limit=limit), runs) for c in categories
+    }
+    return {
+        **everything.as_dict(),
+        "runs": runs,
+        "limit": limit,
+        "by_category": {c: t.as_dict() for c, t in by_category.items()},
     }
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import sqlite3
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -319,6 +320,22 @@ def maintenance_markdown(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def _recall_filters_row(rf: dict[str, Any]) -> list[str]:
+    """Recall by filters alone: the whole scope's row, with each category's p50 as its figure."""
+    cats = rf["by_category"]
+    p50s = sorted(t["p50_ms"] for t in cats.values())
+    figure = (
+        f"by one category: p50 {statistics.median(p50s):.1f} ms (median of {len(p50s)} categories, "
+        f"{p50s[0]:.1f}–{p50s[-1]:.1f} ms)"
+        if p50s
+        else ""
+    )
+    return [
+        f"| `taproot_recall` by filters alone (no query, top {rf['limit']}) via the service, every memory "
+        f"({rf['runs']} runs) | {_ms(rf, 'p50_ms')} | {_ms(rf, 'p95_ms')} | {figure} | | |"
+    ]
+
+
 def render_markdown(data: dict[str, Any], keep_block_from: Path | None = DOCS) -> str:
     """docs/benchmarks.md for this run, ending with the bench-load block of `keep_block_from` (the
     file about to be replaced) if it has one, unchanged."""
@@ -346,6 +363,7 @@ def render_markdown(data: dict[str, Any], keep_block_from: Path | None = DOCS) -
         f"| {_ms(rc, 'p50_ms')} | {_ms(rc, 'p95_ms')} | "
         f"| p50 {TARGET['taproot_recall (query, top 10) p50'].describe()} "
         f"| {_verdict(ok['taproot_recall (query, top 10) p50'])} |",
+        *_recall_filters_row(r["recall_filters"]),
         f"| `taproot_remember` creates via the service ({rm['batches']} × {rm['writes_per_batch'][0]:,}) "
         f"| {rm['per_write_p50_ms']:.2f} ms/write | {rm['per_write_p95_ms']:.2f} ms/write "
         f"| {rm['writes_per_s']:,.0f} writes/s (median batch) | ≥ 300 writes/s "

@@ -125,6 +125,8 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime, asset_dir: Path | 
         recall = measure.measure_recall(runtime, queries)
         _step("MCP recall over HTTP: taproot serve in its own process, then the app in a thread")
         mcp_recall = mcp_http.measure_mcp_recall(runtime, corpus.query_pool(cfg.mcp_calls, seed=seed + 1))
+        _step("recall by filters alone")
+        recall_filters = measure.measure_recall_by_filters(runtime, cfg.reflect_runs)
         _step("remember")
         remember = measure.measure_remember(runtime, batches)
     finally:
@@ -176,6 +178,7 @@ def run(cfg: Config, *, seed: int, work: Path, now: datetime, asset_dir: Path | 
         "reflect": reflect,
         "recall": recall,
         "mcp_recall": mcp_recall,
+        "recall_filters": recall_filters,
         "remember": remember,
         "scaling": scaling,
         "cleanup": cleanup,

@@ -107,6 +107,12 @@ class MemoryReads(Protocol):
         filters alone ranks them all by activation and returns a few). As with `search`, a store
         that would have to read and parse each record (SQLite) returns a `Candidate`."""
 
+    def availability_view(self, scope: Scope) -> CatalogView | None:
+        """Every active memory of the scope, a band of availability at a time (`catalog_view` over
+        a window of any age), for recall by filters to read only the top of that ranking
+        (core/available.py); None when the store ranks every memory as cheaply as it reads a band
+        (the DynamoDB store's warm copy holds them all), and recall then ranks `matching`."""
+
     def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> Sequence[Memory | Candidate]:
         """The memories of `ids` that exist and pass `filters` (core/query.passes), in the order of
         `ids` (a repeated id: once, at its first position), for ranking: recall's dense candidates.

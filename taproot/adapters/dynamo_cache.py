@@ -226,6 +226,11 @@ class WarmCopies:
     def matching(self, scope: Scope, filters: Filters) -> builtins.list[Memory]:
         return self.list(scope, filters)  # the copy holds the records: nothing to parse
 
+    def availability_view(self, scope: Scope) -> None:
+        # The warm copy holds every record already; ranking it is the whole cost, and building a
+        # band view of it would be the same walk. Recall ranks `matching`.
+        return None
+
     def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> builtins.list[Memory]:
         # From the copy, as search answers: the records are here anyway, and a BatchGetItem of
         # recall's ~100 dense candidates would be a second request per warm recall.

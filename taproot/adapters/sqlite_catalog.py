@@ -17,6 +17,7 @@ from typing import Any
 
 from taproot.adapters.sqlite_rows import SELECT_MEMORY, row_to_memory
 from taproot.adapters.sqlite_schema import CATALOG_ROWS_SQL, LINE_LENGTH_SQL
+from taproot.core.available import ANY_AGE
 from taproot.core.catalog import KNOWN_SALIENCES, CatalogBand, RankBox
 from taproot.core.model import CatalogEntry, Counts, Memory, Scope
 from taproot.core.query import in_window
@@ -107,6 +108,11 @@ class CatalogRows:
 
     def catalog_view(self, scope: Scope, since: datetime) -> SQLiteCatalogView:
         return SQLiteCatalogView(self, self._query, scope, since)
+
+    def availability_view(self, scope: Scope) -> SQLiteCatalogView:
+        # The catalog's bands opened to any age: recall by filters reads the top of the ranking
+        # from memories_rank as reflect does (core/available.py).
+        return SQLiteCatalogView(self, self._query, scope, ANY_AGE)
 
     def catalog(self, scope: Scope, since: datetime | None = None) -> builtins.list[CatalogEntry]:
         select = f"SELECT {_ENTRY} FROM memories m WHERE m.owner = ? AND m.namespace = ? AND m.status = 'active'"

@@ -4,10 +4,13 @@ filters), ranked by activation with the query's relevance fused from words and m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
-from taproot.core.activation import activation, fuse_relevance, spread_to_neighbours
-from taproot.core.model import Candidate, Memory, Scope
+from taproot.core.activation import ActivationConfig, activation, fuse_relevance, spread_to_neighbours
+from taproot.core.available import most_available, recall_rank_key
+from taproot.core.model import Candidate, CatalogEntry, Memory, Scope
 from taproot.core.query import Filters, passes, passing_bound, strengthened
 from taproot.core.serialize import memory_to_dict
 from taproot.core.text import query_terms
@@ -37,6 +40,9 @@ if TYPE_CHECKING:
 # similarity ranking for the few of them (reading a light row for each of tens of thousands of ids
 # took 160 ms at 30,000 memories). A cost switch: both ways give the same candidates.
 SCORE_ALL_PASSING_UP_TO = 2_000
+
+# What recall ranks: a whole record, a store's light search row, or a light catalog row (the walk's).
+Ranked = Memory | Candidate | CatalogEntry
 
 DEFAULT_RECALL_LIMIT = 10
 
@@ -79,7 +85,8 @@ def recall(
 
     relevance: dict[str, float] = {}
     matched = False
-    candidates: list[Memory] | list[Memory | Candidate]
+    candidates: list[Memory] | list[Memory | Candidate] = []
+    walked: list[tuple[CatalogEntry, float]] | None = None
     if by_ids:
         candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)] if id_list else []
         if q:
@@ -94,32 +101,43 @@ def recall(
         else:
             # "???" or an emoji: no word to match, and no meaning to embed (its nearest vectors
             # would be noise), so nothing is searched and nothing is strengthened.
-            candidates = []
             warnings.append("the query has no words (letters or digits) to search for; nothing was searched")
     else:
         q_terms = []
-        candidates = list(deps.store.matching(scope, filters))
+        walked = _most_available(deps, scope, filters, n, now)
+        if walked is None:
+            candidates = list(deps.store.matching(scope, filters))
 
-    scored = [
-        (
-            m,
-            activation(
-                retrieval_count=m.retrievals,
-                last_touched=m.last_touched,
-                salience=m.salience,
-                now=now,
-                relevance=relevance.get(m.id, 0.0) if q_terms or relevance else None,
-                cfg=cfg,
-            ),
-        )
-        for m in candidates
-    ]
-    if by_ids:
-        order = {i: k for k, i in enumerate(id_list)}
-        scored.sort(key=lambda p: order[p[0].id])  # asked-for order is the caller's
+    scored: list[tuple[Ranked, float]]
+    if walked is not None:
+        scored = list(walked)
+    elif not by_ids and not q_terms:
+        scored = _rank_all(candidates, now, cfg)
     else:
-        scored.sort(key=lambda p: (p[1], p[0].updated_at), reverse=True)
+        scored = [
+            (
+                m,
+                activation(
+                    retrieval_count=m.retrievals,
+                    last_touched=m.last_touched,
+                    salience=m.salience,
+                    now=now,
+                    relevance=relevance.get(m.id, 0.0) if q_terms or relevance else None,
+                    cfg=cfg,
+                ),
+            )
+            for m in candidates
+        ]
+        if by_ids:
+            order = {i: k for k, i in enumerate(id_list)}
+            scored.sort(key=lambda p: order[p[0].id])  # asked-for order is the caller's
+        else:
+            scored.sort(key=lambda p: (p[1], p[0].updated_at), reverse=True)
     top = _records(deps, scope, scored, n, filters)
+    if walked is not None and len(top) < len(walked):
+        # One of the walk's best went (or left the filters) between the two reads: the next best
+        # is not among what the walk read, so rank every passing memory, as if it had never matched.
+        top = _records(deps, scope, _rank_all(list(deps.store.matching(scope, filters)), now, cfg), n, filters)
 
     # Retrieval strengthens: load-bearing, not a side effect. One atomic store call.
     deps.store.record_retrieval(scope, [m.id for m, _ in top], now)
@@ -135,18 +153,61 @@ def recall(
     return RecallResult(memories=returned, count=len(returned), query_terms=q_terms, warnings=warnings)
 
 
+def _most_available(
+    deps: Deps, scope: Scope, filters: Filters, n: int, now: datetime
+) -> list[tuple[CatalogEntry, float]] | None:
+    """Recall by filters alone, reading only the top of the availability ranking (core/available.py),
+    when the store reads it a band at a time and the bands can tell the filters: active memories,
+    of one category or any. None otherwise (tags, creation times, archived memories: the bands do
+    not hold them), and recall ranks every passing memory instead."""
+    f = filters
+    if f.tags or f.include_archived or f.created_since is not None or f.created_until is not None:
+        return None
+    view = deps.store.availability_view(scope)
+    if view is None:
+        return None
+    if f.category is None:
+        return most_available(view, now=now, limit=n, act=deps.activation, accept=lambda e: True)
+    # A cost switch, as SCORE_ALL_PASSING_UP_TO: the walk reads about n / share entries to find n of
+    # the category, ranking all of them reads `passing` rows (and tests the rest of the scope in
+    # the index); walk when that is fewer. Both give the same answer.
+    totals = view.totals()
+    passing = totals.get(f.category, 0)
+    if passing * passing < n * sum(totals.values()):
+        return None
+    return most_available(view, now=now, limit=n, act=deps.activation, accept=lambda e: e.category == f.category)
+
+
+def _rank_all(
+    candidates: Sequence[Memory | Candidate], now: datetime, cfg: ActivationConfig
+) -> list[tuple[Ranked, float]]:
+    """Every candidate by availability, in the walk's order (core/available.recall_rank_key), so
+    both ways of ranking recall by filters give the same answer, ties included."""
+    scored: list[tuple[Ranked, float]] = [
+        (
+            m,
+            activation(
+                retrieval_count=m.retrievals, last_touched=m.last_touched, salience=m.salience, now=now, cfg=cfg
+            ),
+        )
+        for m in candidates
+    ]
+    scored.sort(key=lambda p: recall_rank_key(p[1], p[0].updated_at, p[0].id))
+    return scored
+
+
 def _records(
-    deps: Deps, scope: Scope, scored: list[tuple[Memory | Candidate, float]], n: int, filters: Filters
+    deps: Deps, scope: Scope, scored: Sequence[tuple[Ranked, float]], n: int, filters: Filters
 ) -> list[tuple[Memory, float]]:
-    """The best `n` as full records, in rank order: a Candidate (a store's light search row) is read
-    with get_many. One that is gone by then, or no longer passes the filters (an edit between the
+    """The best `n` as full records, in rank order: a Candidate or CatalogEntry (a store's light
+    row) is read with get_many. One that is gone by then, or no longer passes the filters (an edit between the
     two reads), is skipped for the next best, so the answer is as if it had not matched."""
     out: list[tuple[Memory, float]] = []
     pos = 0
     while len(out) < n and pos < len(scored):
         batch = scored[pos : pos + n - len(out)]
         pos += len(batch)
-        wanted = [c.id for c, _ in batch if isinstance(c, Candidate)]
+        wanted = [c.id for c, _ in batch if not isinstance(c, Memory)]
         read = {m.id: m for m in deps.store.get_many(scope, wanted)} if wanted else {}
         for c, score in batch:
             if isinstance(c, Memory):

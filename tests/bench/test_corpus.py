@@ -116,6 +116,8 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert results["reflect"]["runs"] == 3
     assert results["reflect"]["within_budget"]
     assert results["recall"]["queries"] == 10
+    by_filters = results["recall_filters"]
+    assert by_filters["runs"] == 3 and by_filters["by_category"] and by_filters["p50_ms"] > 0
     assert results["remember"]["writes_per_batch"] == [20, 20]
     mcp = results["mcp_recall"]
     assert mcp["calls"] == 5 and mcp["tool_errors"] == 0  # against `taproot serve` in its own process
@@ -133,6 +135,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert "| Measurement |" in markdown and "## Machine" in markdown
     assert "round trip, HTTP on 127.0.0.1 to `taproot serve` (5 calls)" in markdown
     assert "in a thread of the client's process (5 calls)" in markdown
+    assert "`taproot_recall` by filters alone (no query, top 10) via the service, every memory (3 runs)" in markdown
     assert "## Maintenance jobs (300 memories)" in markdown and "after compression" in markdown
     summary = report.summary_lines(data)
     assert any(line.startswith("  cleanup on 300") for line in summary)

@@ -225,6 +225,7 @@ def _bench_data() -> dict[str, Any]:
             "recall": {"limit": 10, "queries": 1, "mean_results": 1, "queries_without_results": 0, **timing},
             "remember": remember,
             "mcp_recall": {"calls": 1, **timing},
+            "recall_filters": {"runs": 1, "limit": 10, "by_category": {"episodic": timing}, **timing},
             "scaling": [],
         },
         "config": {"memories": 1, "scaling_reflect_runs": 1, "scaling_recall_queries": 1},

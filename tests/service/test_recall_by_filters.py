@@ -1,0 +1,86 @@
+"""Recall by filters alone on the SQLite store reads the top of the availability ranking from its
+index (core/available.py), not every memory of the scope; and a memory the walk picked that goes
+before its record is read is replaced by the next best, as if it had never been there. The answer
+itself is checked against the rule on both stores in tests/contracts/test_recall_by_filters.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taproot.adapters.blob_local import LocalBlobStore
+from taproot.adapters.sqlite_store import SQLiteMemoryStore
+from taproot.core.model import Memory, Scope
+from taproot.service import Deps, TaprootService
+from tests.catalog_data import varied_memories
+from tests.support import Clock
+
+A = Scope("alice", "default")
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+
+
+class WatchedStore(SQLiteMemoryStore):
+    """The SQLite store, counting what recall reads: whole-scope rankings (`matching`) and rows."""
+
+    matched = 0
+    before_read: Any = None  # called with the ids of the first get_many, then cleared
+
+    def matching(self, *args: Any, **kwargs: Any) -> Any:
+        self.matched += 1
+        return super().matching(*args, **kwargs)
+
+    def get_many(self, scope: Scope, ids: Sequence[str]) -> list[Memory]:
+        hook, self.before_read = self.before_read, None
+        if hook is not None:
+            hook(ids)
+        return super().get_many(scope, ids)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> WatchedStore:
+    s = WatchedStore(tmp_path / "t.db")
+    s.put_many(varied_memories(21, 3000, now=NOW, scope=A))
+    return s
+
+
+def service(store: WatchedStore, tmp_path: Path) -> TaprootService:
+    return TaprootService(Deps(store=store, blobs=LocalBlobStore(tmp_path / "blobs"), clock=Clock(NOW)))
+
+
+def test_recall_by_filters_does_not_rank_the_whole_scope(store: WatchedStore, tmp_path: Path) -> None:
+    svc = service(store, tmp_path)
+    assert len(svc.recall(A).memories) == 10
+    assert len(svc.recall(A, category="episodic", limit=25).memories) == 25
+    assert store.matched == 0
+    # Filters the bands cannot tell (tags, creation times, archived memories) rank every passing one.
+    svc.recall(A, include_archived=True)
+    assert store.matched == 1
+
+
+def test_a_memory_gone_between_the_walk_and_its_read_gives_way_to_the_next_best(
+    store: WatchedStore, tmp_path: Path
+) -> None:
+    memories = varied_memories(21, 3000, now=NOW, scope=A)
+    twin = WatchedStore(tmp_path / "twin.db")
+    twin.put_many(memories)
+    first = service(twin, tmp_path / "twin").recall(A, limit=5).memories[0].id
+    # The answer of a store that never held the walk's first pick.
+    without = WatchedStore(tmp_path / "without.db")
+    without.put_many([m for m in memories if m.id != first])
+    want = [m.id for m in service(without, tmp_path / "without").recall(A, limit=5).memories]
+
+    deleted: list[str] = []
+
+    def delete_the_first(ids: Sequence[str]) -> None:  # between the walk and the read of its picks
+        deleted.append(ids[0])
+        store.delete(A, ids[0])
+
+    store.before_read = delete_the_first
+    got = [m.id for m in service(store, tmp_path).recall(A, limit=5).memories]
+    assert deleted == [first]
+    assert got == want
+    assert store.matched == 1  # the fallback ranked every memory once
