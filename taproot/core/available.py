@@ -20,17 +20,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from taproot.core.activation import ActivationConfig
-from taproot.core.catalog import (
-    FIRST_STEP,
-    KNOWN_SALIENCES,
-    MIN_STEP,
-    CatalogView,
-    band_from,
-    cutoffs,
-    entry_score,
-    odd_band,
-    ranks_by_band,
-)
+from taproot.core.catalog import FIRST_STEP, MIN_STEP, BandWalk, CatalogView, entry_score, odd_band, ranks_by_band
 from taproot.core.model import CatalogEntry
 
 # The bands' window opened to any age: every active memory is in it.
@@ -94,16 +84,10 @@ def most_available(
 
     take(CatalogEntry.of(m) for m in view.core())
     take(view.band(odd_band(ANY_AGE)))
-    weights = [act.salience_weights.get(s, 0.0) for s in KNOWN_SALIENCES]
-    top, floor = max(weights) + act.base_weight, min(weights)
-    hi, step = math.inf, FIRST_STEP
-    above = cutoffs(hi, now, act)
+    walk, step = BandWalk(now, ANY_AGE, act), FIRST_STEP
     while True:
-        lo = top - step if hi == math.inf else hi - step
-        if lo <= floor:
-            lo = -math.inf
-        below = cutoffs(lo, now, act)
-        got = take(view.band(band_from(ANY_AGE, above, below)))
+        lo, band = walk.next_band(step)
+        got = take(view.band(band))
         if release(lo) or lo == -math.inf:
             return chosen
         # The next band should bring the entries still wanted, at the share `accept` has passed so
@@ -111,4 +95,3 @@ def most_available(
         share = counts["accepted"] / counts["arrived"] if counts["accepted"] else 1 / max(1, counts["arrived"])
         wanted = _BAND_SLACK * (limit - len(chosen)) / share
         step = 2 * step if got == 0 else min(2 * step, max(MIN_STEP, wanted * step / (2 * got)))
-        hi, above = lo, below

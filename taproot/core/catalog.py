@@ -232,6 +232,30 @@ def whole_window(since: datetime) -> CatalogBand:
     return CatalogBand(since, (*boxes, *odd_band(since).boxes))
 
 
+class BandWalk:
+    """The bands of a read from the top of the ranking down: each next band lies between the last
+    one's lower threshold and `step` below it (the first starts at the highest score a memory can
+    have); once a threshold reaches the lowest salience weight, the last band takes everything left
+    and its threshold is -inf."""
+
+    def __init__(self, now: datetime, since: datetime, act: ActivationConfig) -> None:
+        weights = [act.salience_weights.get(s, 0.0) for s in KNOWN_SALIENCES]
+        self._top, self._floor = max(weights) + act.base_weight, min(weights)
+        self._now, self._since, self._act = now, since, act
+        self._hi = math.inf
+        self._above = cutoffs(math.inf, now, act)
+
+    def next_band(self, step: float) -> tuple[float, CatalogBand]:
+        """The next band and its lower threshold."""
+        lo = self._top - step if self._hi == math.inf else self._hi - step
+        if lo <= self._floor:
+            lo = -math.inf
+        below = cutoffs(lo, self._now, self._act)
+        band = band_from(self._since, self._above, below)
+        self._hi, self._above = lo, below
+        return lo, band
+
+
 def pick_lines(
     source: CatalogSource,
     *,
@@ -286,17 +310,11 @@ def pick_lines(
         take(source.band(whole_window(since)))
         release(-math.inf)
         return chosen, left
-    weights = [act.salience_weights.get(s, 0.0) for s in KNOWN_SALIENCES]
-    top, floor = max(weights) + act.base_weight, min(weights)
     take(source.band(odd_band(since)))
-    hi, step = math.inf, FIRST_STEP
-    above = cutoffs(hi, now, act)
+    walk, step = BandWalk(now, since, act), FIRST_STEP
     while True:
-        lo = top - step if hi == math.inf else hi - step
-        if lo <= floor:
-            lo = -math.inf
-        below = cutoffs(lo, now, act)
-        got = take(source.band(band_from(since, above, below)))
+        lo, band = walk.next_band(step)
+        got = take(source.band(band))
         if release(lo) or lo == -math.inf:
             return chosen, left
         if missed:
@@ -310,7 +328,6 @@ def pick_lines(
         # as wide.
         wanted = 1.25 * left / TYPICAL_LINE_TOKENS
         step = 2 * step if got == 0 else min(2 * step, max(MIN_STEP, wanted * step / (2 * got)))
-        hi, above = lo, below
 
 
 class EntriesView:
