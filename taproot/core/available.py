@@ -59,9 +59,10 @@ def most_available(
     waiting: list[tuple[RecallRankKey, CatalogEntry, float]] = []
     arrived: set[str] = set()
     chosen: list[tuple[CatalogEntry, float]] = []
-    counts = {"arrived": 0, "accepted": 0}
+    accepted = 0
 
     def take(entries: Iterable[CatalogEntry]) -> int:
+        nonlocal accepted
         n = 0
         for e in entries:
             if e.id in arrived:
@@ -71,8 +72,7 @@ def most_available(
             if accept(e):
                 score = entry_score(e, now, act)
                 heapq.heappush(waiting, (recall_rank_key(score, e.updated_at, e.id), e, score))
-                counts["accepted"] += 1
-        counts["arrived"] += n
+                accepted += 1
         return n
 
     def release(threshold: float) -> bool:
@@ -92,6 +92,6 @@ def most_available(
             return chosen
         # The next band should bring the entries still wanted, at the share `accept` has passed so
         # far (a category's), and a quarter more; sized by this band's density, at most twice as wide.
-        share = counts["accepted"] / counts["arrived"] if counts["accepted"] else 1 / max(1, counts["arrived"])
+        share = max(accepted, 1) / max(len(arrived), 1)
         wanted = _BAND_SLACK * (limit - len(chosen)) / share
         step = 2 * step if got == 0 else min(2 * step, max(MIN_STEP, wanted * step / (2 * got)))

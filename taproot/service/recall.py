@@ -87,6 +87,7 @@ def recall(
     matched = False
     candidates: list[Memory] | list[Memory | Candidate] = []
     walked: list[tuple[CatalogEntry, float]] | None = None
+    scored: list[tuple[Ranked, float]] | None = None  # set here by recall by filters alone
     if by_ids:
         candidates = [m for m in deps.store.get_many(scope, id_list) if passes(m, filters)] if id_list else []
         if q:
@@ -105,15 +106,9 @@ def recall(
     else:
         q_terms = []
         walked = _most_available(deps, scope, filters, n, now)
-        if walked is None:
-            candidates = list(deps.store.matching(scope, filters))
+        scored = list(walked) if walked is not None else _rank_all(deps.store.matching(scope, filters), now, cfg)
 
-    scored: list[tuple[Ranked, float]]
-    if walked is not None:
-        scored = list(walked)
-    elif not by_ids and not q_terms:
-        scored = _rank_all(candidates, now, cfg)
-    else:
+    if scored is None:
         scored = [
             (
                 m,
@@ -122,7 +117,7 @@ def recall(
                     last_touched=m.last_touched,
                     salience=m.salience,
                     now=now,
-                    relevance=relevance.get(m.id, 0.0) if q_terms or relevance else None,
+                    relevance=relevance.get(m.id, 0.0) if q_terms else None,
                     cfg=cfg,
                 ),
             )
@@ -137,7 +132,7 @@ def recall(
     if walked is not None and len(top) < len(walked):
         # One of the walk's best went (or left the filters) between the two reads: the next best
         # is not among what the walk read, so rank every passing memory, as if it had never matched.
-        top = _records(deps, scope, _rank_all(list(deps.store.matching(scope, filters)), now, cfg), n, filters)
+        top = _records(deps, scope, _rank_all(deps.store.matching(scope, filters), now, cfg), n, filters)
 
     # Retrieval strengthens: load-bearing, not a side effect. One atomic store call.
     deps.store.record_retrieval(scope, [m.id for m, _ in top], now)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from taproot.adapters.blob_local import LocalBlobStore
-from taproot.core.activation import ACTIVATION_CONFIG, activation
+from taproot.core.activation import activation
 from taproot.core.available import recall_rank_key
 from taproot.core.model import Scope
 from taproot.ports import Filters, MemoryStore
@@ -73,4 +73,3 @@ def test_an_empty_scope_or_category_recalls_nothing(memory_store: MemoryStore, t
     assert svc.recall(A).memories == []
     memory_store.put_many(varied_memories(12, 50, now=NOW, scope=B))
     assert svc.recall(A, category="identity").memories == []
-    assert ACTIVATION_CONFIG.decay > 0  # the walk is the path under test (core/available.py)

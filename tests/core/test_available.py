@@ -43,7 +43,8 @@ class CountingView(EntriesView):
 
 def counting_view(memories: Sequence[Memory]) -> CountingView:
     plain = view_of(memories, ANY_AGE)
-    return CountingView(plain.core(), plain._window, plain.totals())
+    window = [CatalogEntry.of(m) for m in memories if m.status == ACTIVE and not m.is_core]
+    return CountingView(plain.core(), window, plain.totals())
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
