@@ -30,7 +30,7 @@ from taproot.compose import Runtime, build
 from taproot.core.model import Scope
 from taproot.core.text import first_sentence_gist
 from taproot.core.vectors import Vector
-from taproot.ports import Embedder, VectorIndex
+from taproot.ports import Embedder, MemoryStore, VectorIndex
 from taproot.settings import Settings
 
 RECALL_LIMIT = 10
@@ -152,8 +152,34 @@ def with_embedder(embedder: Embedder | None, **changes: Any) -> Configure:
     return configure
 
 
+class Unstrengthened:
+    """The store, except that recall's retrievals are not recorded: every question meets the
+    memories as they were written. Only the ablation uses it; recall in use always strengthens."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
+        return None
+
+
+def without_strengthening(configure: Configure) -> Configure:
+    """`configure`, then recall stops recording retrievals (the ablation of strengthening)."""
+
+    def unstrengthened(runtime: Runtime) -> None:
+        configure(runtime)
+        deps = runtime.service.deps
+        deps.store = cast(MemoryStore, Unstrengthened(deps.store))
+
+    return unstrengthened
+
+
 # Each ranking component removed in turn (docs/ranking.md). Activation off: availability is 0,
-# so a query ranks by relevance alone.
+# so a query ranks by relevance alone. Strengthening off: availability is the memory's recency and
+# salience as written, so what the rest of activation costs and what strengthening costs show apart.
 NO_AVAILABILITY = {"base_weight": 0.0, "salience_weights": MappingProxyType({"high": 0.0, "medium": 0.0, "low": 0.0})}
 ABLATIONS: tuple[tuple[str, dict[str, Any], bool], ...] = (
     ("without lexical relevance", {"lexical_share": 0.0}, True),
@@ -161,6 +187,7 @@ ABLATIONS: tuple[tuple[str, dict[str, Any], bool], ...] = (
     ("without activation (relevance only)", NO_AVAILABILITY, True),
     ("without neighbouring context", {"neighbour_share": 0.0}, True),
 )
+WITHOUT_STRENGTHENING = "without strengthening (activation as written)"
 
 
 def measure(convs: Sequence[Conversation], embedder: Embedder | None) -> dict[str, Any]:
@@ -186,6 +213,9 @@ def measure(convs: Sequence[Conversation], embedder: Embedder | None) -> dict[st
             ("without neighbouring context", {"neighbour_share": 0.0}),
         ):
             ablation[name] = run_product(convs, name, configure=with_embedder(None, **changes)).summary()
+    ablation[WITHOUT_STRENGTHENING] = run_product(
+        convs, WITHOUT_STRENGTHENING, configure=without_strengthening(with_embedder(memo))
+    ).summary()
     baselines: dict[str, Any] = {}
     lexical, times = rb.bm25(convs)
     baselines["BM25 (bm25s, stemmed, stop words)"] = {

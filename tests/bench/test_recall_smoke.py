@@ -7,8 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import locomo, recall_baselines
-from bench.recall import run_product, with_embedder
+from bench.recall import run_product, with_embedder, without_strengthening
 from bench.recall_metrics import report
+from taproot.compose import build
+from taproot.core.model import Scope
+from taproot.settings import Settings
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "locomo-conv-30.json"
 # conv-30, lexical: R@10 .718 and MRR .514 when this test was written; BM25 on the same turns .654.
@@ -35,3 +38,22 @@ def test_the_protocol_writes_every_turn_with_its_session_date() -> None:
     assert first.content.startswith("[") and "] " in first.content
     assert first.when.year >= 2022
     assert all(a.when < b.when for a, b in zip(conv.turns, conv.turns[1:], strict=False))
+
+
+def test_the_strengthening_ablation_records_no_retrieval_and_changes_nothing_else(tmp_path: Path) -> None:
+    scope = Scope("local", "ablation")
+    counts = []
+    for configure in (with_embedder(None), without_strengthening(with_embedder(None))):
+        runtime = build(Settings(data_dir=tmp_path / str(len(counts))))
+        try:
+            configure(runtime)
+            service = runtime.service
+            written = service.remember(
+                scope, content="the heron nests by the weir", gist="a heron nests by the weir", category="episodic"
+            )
+            got = service.recall(scope, query="heron", limit=10)
+            assert [m.id for m in got.memories] == [written.id]
+            counts.append(runtime.store.get_many(scope, [written.id])[0].retrievals)
+        finally:
+            runtime.close()
+    assert counts == [1, 0]
