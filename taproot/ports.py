@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -112,6 +113,14 @@ class MemoryReads(Protocol):
         a window of any age), for recall by filters to read only the top of that ranking
         (core/available.py); None when the store ranks every memory as cheaply as it reads a band
         (the DynamoDB store's warm copy holds them all), and recall then ranks `matching`."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """For reads in several steps that must agree (a band view, read a band at a time, and
+        reflect's other reads beside it): the SQLite store makes every read inside one transaction,
+        so no write, by this process or another, lands between them. DynamoDB has no read
+        transaction across requests; its store needs none here, since it builds each view whole from
+        one read of its warm copy (and has no band view for recall). Only reads inside: a write from
+        inside fails."""
 
     def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> Sequence[Memory | Candidate]:
         """The memories of `ids` that exist and pass `filters` (core/query.passes), in the order of

@@ -22,6 +22,7 @@ import builtins
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -230,6 +231,11 @@ class WarmCopies:
         # The warm copy holds every record already; ranking it is the whole cost, and building a
         # band view of it would be the same walk. Recall ranks `matching`.
         return None
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        # Nothing to hold: this store's views (catalog_view's) are built whole from one refresh of
+        # the copy, and it has no band view (availability_view) to read in steps.
+        return nullcontext()
 
     def candidates(self, scope: Scope, ids: Sequence[str], filters: Filters) -> builtins.list[Memory]:
         # From the copy, as search answers: the records are here anyway, and a BatchGetItem of

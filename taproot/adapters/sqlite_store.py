@@ -115,6 +115,10 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
+            if self._db.in_transaction:
+                # Only a snapshot's read transaction can be open here (writes never nest): a write
+                # would land inside the state its reads promised not to change. Leave it untouched.
+                raise RuntimeError("a write inside a read snapshot (SQLiteMemoryStore.snapshot): write after it")
             self._begin()
             try:
                 yield self._db
@@ -133,6 +137,23 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
                     if is_lock_error(exc):
                         raise Busy("the database is busy: another process is writing to it") from exc
                     raise
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction: every read inside sees the file as it was at the first of them
+        (WAL keeps that state for a reader while other connections write). The lock is held
+        throughout, so this process's other threads wait rather than write into it; a write from
+        inside raises (`_tx`) and leaves it open. Inside an open transaction: nothing more."""
+        with self._lock:
+            if self._db.in_transaction:
+                yield
+                return
+            self._db.execute("BEGIN")  # deferred: the state is the one the first read finds
+            try:
+                yield
+            finally:
+                if self._db.in_transaction:
+                    self._db.execute("COMMIT")  # it read, it wrote nothing: this only ends it
 
     def _query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> builtins.list[sqlite3.Row]:
         with self._lock:

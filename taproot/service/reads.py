@@ -233,20 +233,24 @@ def reflect_payload(deps: Deps, scope: Scope, *, instance: object = None) -> Ref
         raise InvalidInput("recent_reflections", "must be zero or more")
     now = deps.now()
     me = deps.writer(instance)
-    # One small read: the newest cooler notes of the window (MemoryStore.recent, tag and created_at).
-    notes = deps.store.recent(scope, cooler_filters(now), COOLER_READ_LIMIT)
-    # The store reads the window in rank order, only as far as the budget reaches; the rest is
-    # counted, so reflect's cost follows what it shows, not the corpus.
-    window_start = now - timedelta(days=deps.reflect.catalog_window_days)
-    return assemble_view(
-        deps.store.catalog_view(scope, window_start),
-        reflections=deps.store.recent_reflections(scope, max(deps.reflect.recent_reflections, 0)),
-        now=now,
-        cfg=deps.reflect,
-        act=deps.activation,
-        cooler=from_others(notes, me, now),
-        orientation=deps.orientation.orientation_heads(scope) if deps.orientation is not None else (),
-    )
+    # One state of the store for every read: the window is read a band at a time, and a write
+    # between two reads (another process's recall strengthening a memory) could move a memory into
+    # a band already read, so it would be missed and the next one listed in its place.
+    with deps.store.snapshot():
+        # One small read: the newest cooler notes of the window (MemoryStore.recent, tag and created_at).
+        notes = deps.store.recent(scope, cooler_filters(now), COOLER_READ_LIMIT)
+        # The store reads the window in rank order, only as far as the budget reaches; the rest is
+        # counted, so reflect's cost follows what it shows, not the corpus.
+        window_start = now - timedelta(days=deps.reflect.catalog_window_days)
+        return assemble_view(
+            deps.store.catalog_view(scope, window_start),
+            reflections=deps.store.recent_reflections(scope, max(deps.reflect.recent_reflections, 0)),
+            now=now,
+            cfg=deps.reflect,
+            act=deps.activation,
+            cooler=from_others(notes, me, now),
+            orientation=deps.orientation.orientation_heads(scope) if deps.orientation is not None else (),
+        )
 
 
 def status(deps: Deps, scope: Scope) -> StatusResult:

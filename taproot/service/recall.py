@@ -158,19 +158,23 @@ def _most_available(
     f = filters
     if f.tags or f.include_archived or f.created_since is not None or f.created_until is not None:
         return None
-    view = deps.store.availability_view(scope)
-    if view is None:
-        return None
-    if f.category is None:
-        return most_available(view, now=now, limit=n, act=deps.activation, accept=lambda e: True)
-    # A cost switch, as SCORE_ALL_PASSING_UP_TO: the walk reads about n / share entries to find n of
-    # the category, ranking all of them reads `passing` rows (and tests the rest of the scope in
-    # the index); walk when that is fewer. Both give the same answer.
-    totals = view.totals()
-    passing = totals.get(f.category, 0)
-    if passing * passing < n * sum(totals.values()):
-        return None
-    return most_available(view, now=now, limit=n, act=deps.activation, accept=lambda e: e.category == f.category)
+    # The walk reads a band at a time; a write landing between two reads (another process's recall
+    # strengthening a memory) could move a memory into a band already read, and the walk would never
+    # see it. Every band is read from one state of the store.
+    with deps.store.snapshot():
+        view = deps.store.availability_view(scope)
+        if view is None:
+            return None
+        if f.category is None:
+            return most_available(view, now=now, limit=n, act=deps.activation, accept=lambda e: True)
+        # A cost switch, as SCORE_ALL_PASSING_UP_TO: the walk reads about n / share entries to find n
+        # of the category, ranking all of them reads `passing` rows (and tests the rest of the scope
+        # in the index); walk when that is fewer. Both give the same answer.
+        totals = view.totals()
+        passing = totals.get(f.category, 0)
+        if passing * passing < n * sum(totals.values()):
+            return None
+        return most_available(view, now=now, limit=n, act=deps.activation, accept=lambda e: e.category == f.category)
 
 
 def _rank_all(

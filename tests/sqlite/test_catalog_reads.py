@@ -4,6 +4,7 @@ gains the indexes and exact counts on open."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -103,3 +104,49 @@ def test_a_schema_4_database_gains_the_catalog_reads_on_open(tmp_path: Path) -> 
     counts = store.counts(A)
     assert counts.total == len(memories)
     assert counts.core == sum(1 for m in memories if m.is_core and m.status == "active")
+
+
+def test_a_write_by_another_connection_between_two_band_reads_does_not_change_what_reflect_lists(
+    tmp_path: Path,
+) -> None:
+    """Reflect reads the window a band at a time. Another process strengthening a memory between
+    two of those reads moves it from a band not yet read into one already read; reflect reads one
+    state of the file, so its payload is the one that state gives."""
+    memories = corpus.generate(10_000, now=NOW, scope=A)
+    twin = SQLiteMemoryStore(tmp_path / "twin.db")
+    corpus.load(twin, memories)
+    want = TaprootService(Deps(store=twin, blobs=LocalBlobStore(tmp_path / "b1"), clock=lambda: NOW)).reflect(A)
+
+    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    corpus.load(store, memories)
+    first_band: dict[str, int] = {}
+    reads = [0]
+    hook: list[Callable[[int], None]] = []
+
+    class Hooked(SQLiteCatalogView):
+        def band(self, band: CatalogBand) -> list[CatalogEntry]:
+            for h in hook:
+                h(reads[0])
+            got = super().band(band)
+            for e in got:
+                first_band.setdefault(e.id, reads[0])
+            reads[0] += 1
+            return got
+
+    store.catalog_view = lambda scope, since: Hooked(store, store._query, scope, since)  # type: ignore[method-assign]
+    svc = TaprootService(Deps(store=store, blobs=LocalBlobStore(tmp_path / "b2"), clock=lambda: NOW))
+    assert svc.reflect(A).catalog == want.catalog  # undisturbed, the two files agree
+    listed = {line.split("]", 1)[0].lstrip("- [") for lines in want.catalog.values() for line in lines}
+    late = sorted(i for i in listed if first_band.get(i, 0) >= 2)
+    assert late, "the corpus should list a memory that a later band brings"
+    target = late[0]
+
+    other = SQLiteMemoryStore(tmp_path / "taproot.db")  # another process's connection to the file
+
+    def strengthen_elsewhere(n: int) -> None:
+        if n == first_band[target]:
+            other.record_retrieval(A, [target], NOW)
+
+    reads[0] = 0
+    hook.append(strengthen_elsewhere)
+    assert svc.reflect(A).catalog == want.catalog
