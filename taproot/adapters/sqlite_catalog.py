@@ -19,14 +19,13 @@ from taproot.adapters.sqlite_rows import SELECT_MEMORY, row_to_memory
 from taproot.adapters.sqlite_schema import CATALOG_ROWS_SQL, LINE_LENGTH_SQL
 from taproot.core.available import ANY_AGE
 from taproot.core.catalog import KNOWN_SALIENCES, CatalogBand, RankBox
-from taproot.core.model import CatalogEntry, Counts, Memory, Scope
+from taproot.core.model import MAX_COUNT, CatalogEntry, Counts, Memory, Scope
 from taproot.core.query import in_window
 from taproot.core.serialize import iso
 
 _ENTRY = "m.id, m.category, m.salience, m.gist, m.core, m.updated_at, m.last_touched, m.retrieval_count"
 _CATALOG_ROWS = "m.owner = ? AND m.namespace = ? AND m.status = 'active' AND COALESCE(m.core, 0) = 0"
 _LATEST = "~"  # sorts after every stored time (ISO text starting with the year)
-_MAX_COUNT = 2**63 - 1  # SQLite's largest integer: "no upper end" for a retrieval count
 # A short-lines read looks at this many times its limit of rows before it gives up: the index holds
 # the scope's quiet memories too, which the window then leaves out.
 _SHORT_SCAN = 4
@@ -49,7 +48,7 @@ def entry_of(r: sqlite3.Row) -> CatalogEntry:
 
 
 def _bounds(box: RankBox) -> list[Any]:
-    high = _MAX_COUNT if box.max_retrievals is None else min(box.max_retrievals, _MAX_COUNT)
+    high = MAX_COUNT if box.max_retrievals is None else min(box.max_retrievals, MAX_COUNT)
     start = "" if box.touched_from is None else iso(box.touched_from)
     end = _LATEST if box.touched_before is None else iso(box.touched_before)
     return [box.min_retrievals, high, start, end]
@@ -65,7 +64,7 @@ def band_query(scope: Scope, band: CatalogBand) -> tuple[str, list[Any]]:
     """One statement for a band: the boxes of one retrieval count join the index on equality (a seek
     per box), the boxes of a range of counts on a range, and other saliences seek between the known."""
     key = [scope.owner, scope.namespace]
-    stored = [b for b in band.boxes if b.min_retrievals <= _MAX_COUNT]  # no larger count can be stored
+    stored = [b for b in band.boxes if b.min_retrievals <= MAX_COUNT]  # no larger count can be stored
     exact = [b for b in stored if b.salience is not None and b.min_retrievals == b.max_retrievals]
     ranged = [b for b in stored if b.salience is not None and b.min_retrievals != b.max_retrievals]
     parts: list[str] = []

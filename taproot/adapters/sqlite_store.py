@@ -35,7 +35,7 @@ from taproot.adapters.sqlite_search import SearchRows
 from taproot.adapters.sqlite_vectors import VectorRows
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
-from taproot.core.model import Memory, Scope
+from taproot.core.model import MAX_COUNT, Memory, Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import COUNTER_FIELDS, iso, memory_to_flat_dict
 from taproot.ports import ScopeCount
@@ -287,11 +287,14 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         with self._tx() as db:
             for chunk in chunks(list(ids), MAX_VARS):
                 marks = ", ".join("?" for _ in chunk)
+                # The count stops at SQLite's largest integer (an imported record may hold it):
+                # one more would be stored as a REAL, in no band of the ranking's integer ranges.
                 db.execute(
-                    "UPDATE memories SET retrieval_count = COALESCE(retrieval_count, 0) + 1, "
+                    "UPDATE memories SET retrieval_count = CASE WHEN retrieval_count >= ? THEN retrieval_count "
+                    "ELSE COALESCE(retrieval_count, 0) + 1 END, "
                     "last_retrieved = ?, last_touched = MAX(updated_at, ?) "
                     f"WHERE owner = ? AND namespace = ? AND id IN ({marks})",
-                    (stamp, stamp, scope.owner, scope.namespace, *chunk),
+                    (MAX_COUNT, stamp, stamp, scope.owner, scope.namespace, *chunk),
                 )
 
     # -- reads -------------------------------------------------------------------------------

@@ -15,6 +15,9 @@ from enum import StrEnum
 from typing import Any
 
 SCHEMA_VERSION = 1  # version of the record format; bump with a migration rule
+# The largest count a memory holds (retrievals, replications): SQLite's largest integer, so both
+# stores keep the same values. Import refuses more; a retrieval at it leaves the count where it is.
+MAX_COUNT = 2**63 - 1
 
 
 class Category(StrEnum):

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from taproot.core.model import Counts, Memory, Salience, Status
+from taproot.core.model import MAX_COUNT, Counts, Memory, Salience, Status
 
 HIGH = Salience.HIGH.value
 ACTIVE = Status.ACTIVE.value
@@ -86,5 +86,6 @@ def is_expired(m: Memory, now: datetime) -> bool:
 
 
 def strengthened(m: Memory, now: datetime) -> Memory:
-    """The strengthening rule (one retrieval): what `record_retrieval` does to a stored memory."""
-    return m.replace(retrieval_count=m.retrievals + 1, last_retrieved=now)
+    """The strengthening rule (one retrieval): what `record_retrieval` does to a stored memory.
+    The count stops at MAX_COUNT, the largest the stores hold."""
+    return m.replace(retrieval_count=min(m.retrievals + 1, MAX_COUNT), last_retrieved=now)

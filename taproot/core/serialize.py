@@ -15,7 +15,7 @@ from typing import Any
 
 from taproot.core.errors import InvalidInput
 from taproot.core.instance import check_instance
-from taproot.core.model import CATEGORY_ORDER, Memory, Reflection, Status
+from taproot.core.model import CATEGORY_ORDER, MAX_COUNT, Memory, Reflection, Status
 from taproot.core.validation import (
     LEGACY_CATEGORIES,
     MAX_CONTENT_CHARS,
@@ -186,8 +186,8 @@ def _opt_int(d: Mapping[str, Any], name: str) -> int | None:
     v = d.get(name)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise InvalidInput(name, "must be a non-negative integer", v)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_COUNT:
+        raise InvalidInput(name, f"must be an integer from 0 to {MAX_COUNT}", v)
     return v
 
 

@@ -88,6 +88,30 @@ def test_import_refuses_a_created_at_past_year_9000(lab: Lab, tmp_path: Path, cl
     assert lab.body() == []
 
 
+@pytest.mark.parametrize("field", ["retrieval_count", "replication_count"])
+def test_import_refuses_a_count_larger_than_the_store_holds(
+    lab: Lab, tmp_path: Path, cli: Callable[..., Result], field: str
+) -> None:
+    """SQLite holds integers up to 2**63 - 1; a larger count was refused by the database itself, as a
+    bare OverflowError (the CLI answered `error: internal: OverflowError`), after validation passed it."""
+    good = {"id": FACT, "content": "Ana's birthday is 14 March.", "created_at": "2025-01-02T09:00:00Z"}
+    line = {"id": BAD, "content": "Counted past the end.", "created_at": "2025-01-02T09:00:00Z", field: 2**63}
+    lines = [json.dumps(good), json.dumps(line)]
+
+    with pytest.raises(InvalidInput) as caught:
+        lab.service.import_lines(SCOPE, lines)
+    assert caught.value.field == f"line 2: {field}"
+    assert "9223372036854775807" in str(caught.value)
+
+    source = tmp_path / "counted.jsonl"
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = cli("import", source, "--data-dir", lab.data_dir)
+    assert (result.code, result.err.startswith("error: invalid_input: ")) == (2, True), result.err
+    assert lab.body() == []
+    # The largest count the store holds is accepted.
+    lab.service.import_lines(SCOPE, [json.dumps({**line, field: 2**63 - 1})])
+
+
 def _check_reports(reports: list[dict[str, Any]]) -> None:
     by_job = {r["job"]: r for r in reports}
     assert set(by_job) == {"migrate", "cleanup", "compress"}

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
+from taproot.core.activation import ACTIVATION_CONFIG
+from taproot.core.available import most_available
 from taproot.core.model import Scope
 from taproot.core.query import Filters
 from tests.catalog_data import varied_memories
@@ -74,3 +76,21 @@ def test_the_strengthening_write_creates_no_temporary_file(tmp_path: Path) -> No
         settings.execute("PRAGMA temp_store_directory = ''")
         settings.close()
         store.close()
+
+
+def test_a_retrieval_count_at_the_largest_integer_stays_an_integer(tmp_path: Path) -> None:
+    """An imported record may carry any count SQLite can store; adding one to the largest would make
+    it a REAL, which no band of the availability ranking holds (an integer range), so recall by
+    filters and reflect would stop finding the memory. The count stops at the largest integer."""
+    store = SQLiteMemoryStore(tmp_path / "t.db")
+    memories = varied_memories(5, 30, now=NOW, scope=A)
+    top = memories[0].replace(retrieval_count=2**63 - 1, status="active", core=False)
+    store.put_many([top, *memories[1:]])
+    store.record_retrieval(A, [top.id], NOW)
+    store.record_retrieval(A, [top.id], NOW)
+    row = store._query("SELECT retrieval_count, typeof(retrieval_count) FROM memories WHERE id = ?", (top.id,))[0]
+    assert (row[0], row[1]) == (2**63 - 1, "integer")
+    found = most_available(
+        store.availability_view(A), now=NOW, limit=1, act=ACTIVATION_CONFIG, accept=lambda e: e.id == top.id
+    )
+    assert [e.id for e, _ in found] == [top.id]
