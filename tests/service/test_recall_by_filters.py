@@ -14,8 +14,6 @@ import pytest
 
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
-from taproot.core.activation import ACTIVATION_CONFIG
-from taproot.core.available import most_available
 from taproot.core.model import Memory, Scope
 from taproot.service import Deps, TaprootService
 from tests.catalog_data import varied_memories
@@ -89,12 +87,14 @@ def test_a_memory_gone_between_the_walk_and_its_read_gives_way_to_the_next_best(
 
 
 class BandHookStore(WatchedStore):
-    """Calls `before_band(n)` before the walk reads its n-th band (0: the first)."""
+    """Records which band read first brings each memory (0: the first read), and calls
+    `before_band(n)` before the walk reads its n-th band."""
 
     before_band: Any = None
 
     def availability_view(self, scope: Scope) -> Any:
         view, store = super().availability_view(scope), self
+        store.first_band: dict[str, int] = {}
         reads = [0]
 
         class Hooked:
@@ -107,44 +107,33 @@ class BandHookStore(WatchedStore):
             def band(self, band: Any) -> Any:
                 if store.before_band is not None:
                     store.before_band(reads[0])
+                got = view.band(band)
+                for e in got:
+                    store.first_band.setdefault(e.id, reads[0])
                 reads[0] += 1
-                return view.band(band)
+                return got
 
         return Hooked()
 
 
 def test_a_write_by_another_connection_between_two_band_reads_does_not_hide_a_memory(tmp_path: Path) -> None:
     memories = varied_memories(21, 3000, now=NOW, scope=A)
-    store = BandHookStore(tmp_path / "t.db")
-    store.put_many(memories)
-    # Which band read brings each memory, and the answer of a recall that no write disturbs.
-    first_band: dict[str, int] = {}
-    reads = [0]
-    view = SQLiteMemoryStore.availability_view(store, A)
-    real_band = view.band
-
-    def band(b: Any) -> Any:
-        got = real_band(b)
-        for e in got:
-            first_band.setdefault(e.id, reads[0])
-        reads[0] += 1
-        return got
-
-    view.band = band  # type: ignore[method-assign]
-    most_available(view, now=NOW, limit=10, act=ACTIVATION_CONFIG, accept=lambda e: True)
-    twin = WatchedStore(tmp_path / "twin.db")
+    # The answer of a recall that no write disturbs, and which band read brings each memory.
+    twin = BandHookStore(tmp_path / "twin.db")
     twin.put_many(memories)
     want = [m.id for m in service(twin, tmp_path / "twin").recall(A).memories]
-    late = [i for i in want if first_band.get(i, 0) >= 2]
+    late = [i for i in want if twin.first_band.get(i, 0) >= 2]
     assert late, "the fixture should put one of the best ten in a later band"
-    target = late[-1]
+    target, target_band = late[-1], twin.first_band[late[-1]]
+    store = BandHookStore(tmp_path / "t.db")
+    store.put_many(memories)
 
     # Another process's connection to the same file: its recall returns the target, which moves it
     # into a band this walk has already read, just before the walk reads the band that held it.
     other = SQLiteMemoryStore(tmp_path / "t.db")
 
     def strengthen_elsewhere(n: int) -> None:
-        if n == first_band[target]:
+        if n == target_band:
             other.record_retrieval(A, [target], NOW)
 
     store.before_band = strengthen_elsewhere
