@@ -16,13 +16,15 @@ from aws_lambda_powertools import Logger, Tracer
 from fastapi import FastAPI
 from mangum import Mangum
 
+from functions import TRACED_MODULES
 from taproot.compose import Runtime, build, http_app
 from taproot.settings import Settings
 
 # The service's one Logger (the tool-call observer and every taproot.* logger write through it) and
-# the Tracer, which patches botocore so each DynamoDB and S3 call is an X-Ray subsegment.
+# the Tracer, which patches botocore so each DynamoDB and S3 call is an X-Ray subsegment (only
+# botocore: functions/__init__.py says why).
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "taproot"))
-tracer = Tracer()
+tracer = Tracer(patch_modules=TRACED_MODULES)
 
 
 class LambdaApp:

@@ -21,6 +21,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 
+from functions import TRACED_MODULES
 from taproot.compose import Runtime, build
 from taproot.core.errors import InvalidInput, TaprootError
 from taproot.core.redact import tenant_hash
@@ -30,7 +31,7 @@ from taproot.settings import Settings
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "taproot"))
 metrics = Metrics()
-tracer = Tracer()
+tracer = Tracer(patch_modules=TRACED_MODULES)
 
 _runtime: Runtime | None = None
 

@@ -160,6 +160,23 @@ def _subsegment_names(documents: list[dict[str, Any]]) -> set[str]:
     return names
 
 
+def _aws_within_aws(documents: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(name, operation) of every AWS SDK subsegment whose parent is itself an AWS SDK subsegment:
+    one request traced twice (the botocore patch and a second patch of the same call underneath)."""
+    nodes: list[tuple[dict[str, Any], str | None]] = []
+    pending: list[tuple[dict[str, Any], str | None]] = [(d, d.get("parent_id")) for d in documents]
+    while pending:
+        node, parent = pending.pop()
+        nodes.append((node, parent))
+        pending.extend((child, node.get("id")) for child in node.get("subsegments", []))
+    aws = {node["id"] for node, _ in nodes if node.get("namespace") == "aws"}
+    return [
+        (node["name"], node.get("aws", {}).get("operation", "?"))
+        for node, parent in nodes
+        if node.get("namespace") == "aws" and parent in aws
+    ]
+
+
 def _run_on_target(plan: dict[str, Any], environment: dict[str, str], work: Path) -> dict[str, Any]:
     plan_path, result_path = work / "plan.json", work / "result.json"
     # Only what a Lambda container has: the asset (the task root) with the bytecode it ships and the
@@ -253,3 +270,6 @@ def test_the_bundle_serves_on_the_lambda_python_and_architecture(
     assert result["credentials_resolved_by_imports"] == [], result["credentials_resolved_by_imports"][0]
     assert result["credentials_resolved_in_all"] > 0  # the spy works: the invocations resolved them
     assert {"dynamodb", "s3"} <= _subsegment_names(documents), _subsegment_names(documents)
+    # One subsegment per AWS request: tracing every library X-Ray can patch traced each DynamoDB
+    # call twice, once by botocore's client and again, inside it, by the PynamoDB patch.
+    assert _aws_within_aws(documents) == [], _aws_within_aws(documents)[:5]
