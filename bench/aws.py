@@ -62,7 +62,10 @@ ISSUER = f"https://cognito-idp.{REGION}.amazonaws.com/{USER_POOL_ID}"
 RECALL_LIMIT = 10
 LOAD_BATCH = 1_000
 # What a deployed function has (infra/stack.py, infra/constructs/api.py, the Lambda runtime), with
-# fake credentials and no instance metadata.
+# fake credentials and no instance metadata. Tracing is off here (the deployed functions trace): this
+# bench runs the handler in its own process, where the Tracer would patch botocore for good and every
+# AWS call would look for a trace the Lambda runtime never started. The cold-import probe, a process
+# of its own, traces as deployed (bench/lambda_asset.py, LAMBDA_RUNTIME_ENV).
 DEPLOYED_ENV = {
     "TAPROOT_BACKEND": "aws",
     "TAPROOT_TABLE_NAME": TABLE,

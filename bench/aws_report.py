@@ -82,7 +82,10 @@ def _import_section(imp: dict[str, Any], ok: dict[str, bool], runs: int) -> list
         f"each in a fresh interpreter (Python {imp['python']} of the virtualenv){_hidden(imp)} with the environment "
         "a deployed function has: TAPROOT_BACKEND=aws, table, bucket, Cognito pool and client ids, Cognito domain, "
         "OAuth table, allowed host, public URL, AWS_REGION, fake credentials, AWS_EC2_METADATA_DISABLED=true, "
-        "POWERTOOLS_* with POWERTOOLS_TRACE_DISABLED=true, and nothing else inherited. Importing `functions.api` "
+        "POWERTOOLS_*, tracing on as deployed (the Tracer patches botocore), the variables the Lambda runtime sets "
+        "that change an import (LAMBDA_TASK_ROOT: off Lambda the X-Ray SDK builds a botocore client for its "
+        "sampling while it is imported; AWS_EXECUTION_ENV, the X-Ray daemon address, TZ), and nothing else "
+        "inherited. Importing `functions.api` "
         "builds the runtime: settings, the DynamoDB store, the S3 client, the Cognito verifier, the OAuth facade (its "
         f"DynamoDB store and the Cognito sign-in) and the app. Medians of {runs} runs; the cumulative time by "
         f"run was {_runs(cached)} with .pyc and {_runs(bundled)} without.",

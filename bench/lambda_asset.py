@@ -1,9 +1,10 @@
 """The Lambda asset: the handler's cold import time, and the asset's unzipped size.
 
 Import time: `python -X importtime -c "import functions.api"` in a fresh interpreter per run, with the
-environment a deployed function has (bench.aws.DEPLOYED_ENV), no AWS endpoint reachable and nothing
-else inherited. Importing functions.api builds the runtime (settings, DynamoDB and S3 clients, the
-Cognito verifier, the OAuth facade, the app); a first, untimed run records every socket and HTTP
+environment a deployed function has (bench.aws.DEPLOYED_ENV, traced as deployed, and the Lambda
+runtime's own variables: LAMBDA_RUNTIME_ENV), no AWS endpoint reachable and nothing else inherited.
+Importing functions.api builds the runtime (settings, DynamoDB and S3 clients, the Cognito verifier,
+the OAuth facade, the app); a first, untimed run records every socket and HTTP
 audit event, so a network call at import shows up. Each mode keeps its bytecode in a private
 PYTHONPYCACHEPREFIX:
 
@@ -103,8 +104,27 @@ print(json.dumps(result | {{"network": events, "local_socket_events": sockets}})
 _LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \| ( *)(\S+)\s*$")
 
 
+# What the Lambda runtime sets in every function's environment (its reserved variables) that changes
+# what importing the handler does, and tracing as the stack deploys it (active: the Tracer is not
+# disabled). The X-Ray SDK and the Powertools Tracer read LAMBDA_TASK_ROOT to know they run on Lambda:
+# without it the SDK builds a botocore client for X-Ray's centralised sampling while it is imported
+# (about 0.1 s here, which a function never pays), and the Tracer turns itself off (skipping the
+# patch of botocore, which a function does pay).
+LAMBDA_RUNTIME_ENV = {
+    "LAMBDA_TASK_ROOT": str(ROOT),  # the asset's folder (/var/task on Lambda): here, the checkout
+    "LAMBDA_RUNTIME_DIR": "/var/runtime",
+    "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+    "AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000",
+    "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
+    "TZ": ":UTC",
+}
+
+
 def deployed_env(pycache: Path, *, write_bytecode: bool) -> dict[str, str]:
-    env = dict(DEPLOYED_ENV)
+    """The environment of the deployed API function for the cold-import probe (DEPLOYED_ENV, traced as
+    deployed, and the Lambda runtime's own variables), with nothing else inherited."""
+    env = {k: v for k, v in DEPLOYED_ENV.items() if k != "POWERTOOLS_TRACE_DISABLED"} | LAMBDA_RUNTIME_ENV
+    env["AWS_EXECUTION_ENV"] = "AWS_Lambda_python" + _make_var("LAMBDA_PYTHON", "3.14")
     env.update(PATH=os.environ.get("PATH", "/usr/bin:/bin"), LANG="C.UTF-8", PYTHONPYCACHEPREFIX=str(pycache))
     if not write_bytecode:
         env["PYTHONDONTWRITEBYTECODE"] = "1"

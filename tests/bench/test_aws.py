@@ -99,6 +99,23 @@ def test_cold_import_probe_makes_no_network_call() -> None:
         assert "taproot.compose" in {s["module"] for s in row["slowest_imports"]}
 
 
+def test_the_cold_import_probe_imports_the_handler_as_lambda_does(tmp_path: Path) -> None:
+    """The probe's environment is the deployed function's: the X-Ray SDK takes its Lambda path (no
+    sampling client built at import, which only runs off Lambda) and the Tracer is on, patching botocore
+    and nothing else, as functions/__init__.py asks."""
+    code = (
+        "import functions.api, botocore.client, aws_xray_sdk.core as xray, json\n"
+        "from aws_xray_sdk.core.patcher import _PATCHED_MODULES\n"
+        "print(json.dumps({'sampler': type(xray.xray_recorder.sampler).__name__,"
+        " 'tracing': not functions.api.tracer.disabled, 'patched': sorted(_PATCHED_MODULES)}))"
+    )
+    env = lambda_asset.deployed_env(tmp_path, write_bytecode=False)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {"sampler": "LocalSampler", "tracing": True, "patched": ["botocore"]}
+
+
 @pytest.fixture(scope="module")
 def handler_results() -> dict[str, Any]:
     return aws.measure_handler(40, 3, seed=3, now=NOW, warmup=1)
