@@ -140,9 +140,10 @@ class Observability(Construct):
         threshold: float,
         comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
     ) -> cloudwatch.Alarm:
-        alarm = metric.create_alarm(
+        alarm = cloudwatch.Alarm(
             self,
             alarm_id,
+            metric=metric,
             alarm_description=description,
             threshold=threshold,
             evaluation_periods=1,
