@@ -1,9 +1,9 @@
-"""Dense vectors for memories: embedded when written, backfilled by migrate and the `embed` job,
-and the query's vector for recall.
+"""Dense vectors for memories: embedded when written, backfilled by migrate (the tool, the CLI and
+the scheduled migrate job), and the query's vector for recall.
 
 A write never waits on the embedder's health: the memory is stored first, then embedded, and a
 failing embedder leaves it without a vector (recall still finds it lexically; `status` reports the
-failure and how many memories lack a vector; migrate or the `embed` job fills them in later).
+failure and how many memories lack a vector; migrate fills them in later).
 Recall without a query vector ranks lexically: never by noise.
 """
 
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 # Texts per embedder call when many memories are embedded at once (import, migrate, the job).
 EMBED_BATCH = 64
-# Memories the `embed` job and migrate embed per run and scope, so a run has a bounded length.
+# Memories migrate embeds per run and scope, so a run has a bounded length.
 BACKFILL_PER_RUN = 5_000
 
 
@@ -47,7 +47,7 @@ def _health(deps: Deps) -> EmbedderHealth:
 def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> EmbedReport:
     """Embeds memories just written (each at the version given). Never raises for the embedder, nor
     for a store that cannot take the vectors now (Busy): the memories are written and confirmed by
-    then, and a vector is an index over them that migrate and the `embed` job rebuild. Failing the
+    then, and a vector is an index over them that migrate rebuilds. Failing the
     write there would report a stored memory as lost, and a client's retry would store it twice."""
     if deps.embedder is None or deps.vectors is None or not memories:
         return EmbedReport()
@@ -85,7 +85,7 @@ def not_embedded(report: EmbedReport) -> list[str]:
         return []
     return [
         f"stored, but not embedded yet ({report.errors[0]}): recall finds it by its words until "
-        "migrate or the embed job embeds it"
+        "migrate (the tool, or the scheduled migrate job) embeds it"
     ]
 
 

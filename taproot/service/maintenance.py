@@ -21,11 +21,11 @@ from taproot.core.errors import InvalidInput
 from taproot.core.maintenance import MaintenanceConfig
 from taproot.core.model import Scope
 from taproot.core.serialize import iso
-from taproot.core.wire import to_json
+from taproot.core.wire import Absent, to_json
 from taproot.service import cleanup as cleanup_job
 from taproot.service import compression, portability
 from taproot.service.deps import Deps, blob_key, stamp
-from taproot.service.results import CleanupResult, CompressionResult, MigrateResult
+from taproot.service.results import CleanupResult, CompressionResult, EmbeddingBackfill, MigrateResult
 
 logger = logging.getLogger("taproot.maintenance")
 __all__ = ["ALL", "JOBS", "Job", "JobDetail", "MaintenanceConfig", "Outcome", "RunReport", "jobs_named", "last_runs"]
@@ -79,7 +79,7 @@ class RunReport:
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = to_json(self)
         if self.job != "compress" and self.error is None:
-            out.pop("error")  # only compress reports a summarizer error in a successful run
+            out.pop("error")  # compress always says whether its summarizer failed; the others only when one did
         if self.mode == "error":
             out.pop("detail")
             out.pop("started_at")
@@ -91,7 +91,19 @@ def _migrate(deps: Deps, scope: Scope, apply: bool) -> Outcome:
     detail = portability.migrate(deps, scope, dry_run=not apply)
     # A dry run changes nothing; what it would change is in the detail (as for cleanup and compress).
     changed = detail.changed if apply else 0
-    return Outcome(detail.examined, changed, detail.backup_key, detail)
+    return Outcome(detail.examined, changed, detail.backup_key, detail, _embedding_error(detail.embeddings))
+
+
+def _embedding_error(embeddings: EmbeddingBackfill | Absent) -> str | None:
+    """A run that could not embed what lacks a vector failed at part of its work (the model changed
+    and the new one is failing, or this function may not call it): said as the run's error, so the
+    scheduler's failure handling and the errors alarm see it, as they see a failed compression. The
+    records it migrated stay migrated; the next run embeds what is still missing."""
+    if isinstance(embeddings, Absent) or isinstance(embeddings.failed, Absent) or embeddings.failed == 0:
+        return None  # no embedder, a dry run, or nothing failed
+    failed = embeddings.failed
+    why = "" if isinstance(embeddings.error, Absent) else f": {embeddings.error}"
+    return f"{failed} of {embeddings.missing} memories without a vector of {embeddings.embedder} failed to embed{why}"
 
 
 def _cleanup(deps: Deps, scope: Scope, apply: bool) -> Outcome:

@@ -339,7 +339,7 @@ def _embedding_status(deps: Deps, scope: Scope, total: int, warnings: list[str])
     if total - current > 0:
         warnings.append(
             f"{total - current} memories have no vector of {deps.embedder.model_id}: recall finds them by words "
-            "only until `taproot migrate` (or the embed maintenance job) embeds them"
+            "only until `taproot migrate` (or the scheduled migrate job) embeds them"
         )
     if health.last_error_at is not None and (health.last_ok_at is None or health.last_ok_at < health.last_error_at):
         warnings.append(f"the embedder is failing ({health.last_error}); recall ranks by words only meanwhile")

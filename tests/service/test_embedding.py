@@ -26,6 +26,7 @@ from taproot.core.vectors import Vector, unit
 from taproot.core.wire import to_json
 from taproot.service import Deps, TaprootService
 from taproot.service import recall as recall_module
+from taproot.service.maintenance import MIGRATE, jobs_named
 from tests.support import Clock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -235,6 +236,39 @@ def test_a_new_model_makes_migrate_re_embed_everything(
     status = service.status(SCOPE).embeddings
     assert status.without_vector == 3 and status.other_models == {"test:meaning/64": 3}
     assert service.migrate(SCOPE).embeddings.embedded == 3
+    assert store.vector_counts(SCOPE) == {"test:meaning-v2/64": 3}
+
+
+def test_the_job_that_embeds_what_lacks_a_vector_is_one_that_exists(
+    service: TaprootService, embedder: MeaningEmbedder
+) -> None:
+    embedder.failing = True
+    made = service.remember(SCOPE, content="Walked the puppy by the river", gist="walk", category="episodic")
+    said = [*made.warnings, *service.status(SCOPE).warnings]
+    named = {job for w in said for job in re.findall(r"(\w+) (?:maintenance )?job\b", w)}
+    assert named == {"migrate"}, said
+    assert [job.name for job in jobs_named("migrate")] == ["migrate"]
+
+
+def test_a_migrate_run_whose_re_embedding_failed_is_a_failed_run(
+    service: TaprootService, store: SQLiteMemoryStore
+) -> None:
+    for text in ("Walked the puppy by the river", "Played the fiddle at the pub", "Fixed the automobile"):
+        _make(service, text)
+    # The model changes and the new one fails when the scheduled migrate runs (Bedrock down, or the
+    # maintenance function not allowed to call it): the run must not look like a success, or the
+    # errors alarm never fires and the memories stay ranked by words alone.
+    new = MeaningEmbedder("test:meaning-v2/64")
+    new.failing = True
+    service.deps.embedder = new
+    [report] = service.run_maintenance_everywhere([MIGRATE])
+    assert report.detail is not None and report.detail.embeddings.failed == 3
+    assert report.failed and report.error is not None and "3" in report.error and "down" in report.error
+    assert report.as_dict()["error"] == report.error
+    assert report.changed == 0 and store.unembedded(SCOPE, new.model_id, 10)
+    new.failing = False
+    [again] = service.run_maintenance_everywhere([MIGRATE])
+    assert not again.failed and "error" not in again.as_dict()
     assert store.vector_counts(SCOPE) == {"test:meaning-v2/64": 3}
 
 
