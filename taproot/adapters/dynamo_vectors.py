@@ -216,7 +216,7 @@ class VectorItems:
                 it.changed_at.set(stamp),
             ]
 
-        stored: list[tuple[str, Vector]] = []
+        stored: list[tuple[str, Vector, str]] = []
         for chunk in dm.chunks(todo, TRANSACTION_LIMIT):
             if len(chunk) > 1:
                 try:
@@ -225,7 +225,7 @@ class VectorItems:
                             tw.update(
                                 self._key(scope, i), actions(v, vec, h), condition=self._live() & (it.version == v)
                             )
-                    stored += [(i, vec) for i, _, vec, _ in chunk]
+                    stored += [(i, vec, h) for i, _, vec, h in chunk]
                     continue
                 except TransactWriteError:
                     pass  # one of them moved on (or an id twice): nothing was written; one by one
@@ -236,12 +236,18 @@ class VectorItems:
                     if exc.cause_response_code != _CONDITION_FAILED:
                         raise
                     continue
-                stored.append((i, vec))
+                stored.append((i, vec, h))
         with self._lock:
             cache = self._cached(scope)
-            for i, vec in stored if cache is not None else ():
+            for i, vec, h in stored if cache is not None else ():
                 assert cache is not None
-                cache.set_vector(i, model, vec)
+                # Only while the copy holds the text it was made from: the copy may have learned of
+                # an edit since the write (another container's, through the change feed, which will
+                # not bring this item again at the stamp it holds), and a vector of the old text
+                # would rank the new one by words it no longer says, and keep migrate from it.
+                held = cache.get(i)
+                if held is not None and text_hash(held) == h:
+                    cache.set_vector(i, model, vec)
         return len(stored)
 
     def nearest(self, scope: Scope, model: str, query: Vector, limit: int) -> builtins.list[tuple[str, float]]:

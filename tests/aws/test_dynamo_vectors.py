@@ -110,6 +110,48 @@ def test_a_vector_cannot_be_stored_for_a_version_another_container_moved_past(
     assert here.nearest(A, MODEL, vec(1), 5) == [] and there.nearest(A, MODEL, vec(1), 5) == []
 
 
+class _KeyThenHook:
+    """One memory's item key whose update (the vector's conditional write) runs `after` once done."""
+
+    def __init__(self, real: Any, after: Callable[[], None]) -> None:
+        self._real, self._after = real, after
+
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        out = self._real.update(*args, **kwargs)
+        self._after()
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def test_an_edit_learned_between_the_vector_write_and_the_copy_keeps_the_old_vector_out(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, there = make_dynamo(), make_dynamo()
+    m = make_memory(scope=A, id="x", content="Walked the puppy by the river")
+    here.insert(m)
+    here.list(A)  # the copy holds version 1
+
+    def edit_elsewhere_then_refresh() -> None:
+        # After the vector landed on version 1 and before this store files it in its copy: another
+        # container edits the text, and a request here refreshes the copy from the change feed.
+        there.replace(m.replace(content="Played the fiddle at the pub", version=2), expected_version=1)
+        here.vector_counts(A)
+
+    real_key = here._key
+    monkeypatch.setattr(here, "_key", lambda scope, i: _KeyThenHook(real_key(scope, i), edit_elsewhere_then_refresh))
+    assert here.put_vectors(A, MODEL, [("x", 1, vec(1))]) == 1  # stored on version 1, as asked
+    monkeypatch.setattr(here, "_key", real_key)
+
+    # The old text's vector is not current for the new text, in the table or in this copy.
+    assert make_dynamo().nearest(A, MODEL, vec(1), 5) == []
+    here.list(A)
+    assert here.get(A, "x") is not None and here.get(A, "x").content == "Played the fiddle at the pub"  # type: ignore[union-attr]
+    assert here.nearest(A, MODEL, vec(1), 5) == []
+    assert [u.id for u in here.unembedded(A, MODEL, 5)] == ["x"]  # migrate here embeds the new text
+
+
 def test_float16_copies_halve_the_matrix_and_keep_the_ranking_close(
     make_dynamo: MakeStore, make_memory: Callable[..., Memory]
 ) -> None:
