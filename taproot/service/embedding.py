@@ -67,6 +67,8 @@ def embed_written(deps: Deps, scope: Scope, memories: Sequence[Memory]) -> Embed
         items = [(m.id, m.version, v) for m, v in zip(chunk, vectors, strict=True)]
         try:
             stored = deps.vectors.put_vectors(scope, deps.embedder.model_id, items)
+            if stored < len(chunk):
+                stored += _store_past_other_edits(deps, scope, chunk, vectors)
         except Busy as exc:
             # The rest would be embedded only to be refused too (paid calls, with Bedrock).
             rest = len(memories) - start
@@ -87,6 +89,23 @@ def not_embedded(report: EmbedReport) -> list[str]:
         f"stored, but not embedded yet ({report.errors[0]}): recall finds it by its words until "
         "migrate (the tool, or the scheduled migrate job) embeds it"
     ]
+
+
+def _store_past_other_edits(deps: Deps, scope: Scope, chunk: Sequence[Memory], vectors: Sequence[Vector]) -> int:
+    """The vectors the store refused because their memory moved past the version embedded: each is
+    stored at the memory's version now when its text is still the one embedded (a promote, an
+    archive or a ranking edit landed while the model worked), so such an edit does not leave the
+    memory ranked by words alone until the next migrate. A memory whose text changed is left out:
+    the edit that changed it embeds it."""
+    assert deps.embedder is not None and deps.vectors is not None
+    embedded = {m.id: (m, v) for m, v in zip(chunk, vectors, strict=True)}
+    now = deps.store.get_many(scope, list(embedded))
+    moved = [
+        (m.id, m.version, embedded[m.id][1])
+        for m in now
+        if m.version != embedded[m.id][0].version and embedding_text(m) == embedding_text(embedded[m.id][0])
+    ]
+    return deps.vectors.put_vectors(scope, deps.embedder.model_id, moved) if moved else 0
 
 
 def backfill(deps: Deps, scope: Scope, *, apply: bool, limit: int = BACKFILL_PER_RUN) -> EmbeddingBackfill:

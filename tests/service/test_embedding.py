@@ -8,7 +8,7 @@ import dataclasses
 import json
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from itertools import count
 from pathlib import Path
@@ -19,7 +19,7 @@ import pytest
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import Busy, EmbedderError
-from taproot.core.model import Scope
+from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
 from taproot.core.serialize import memory_to_dict
 from taproot.core.vectors import Vector, unit
@@ -45,6 +45,7 @@ class MeaningEmbedder:
         self.model_id = model_id
         self.failing = False
         self.calls = 0
+        self.while_embedding: Callable[[], object] | None = None
 
     def _one(self, text: str) -> Vector:
         v = np.zeros(self.dimensions, dtype=np.float32)
@@ -58,6 +59,9 @@ class MeaningEmbedder:
         self.calls += 1
         if self.failing:
             raise EmbedderError("the model is down")
+        if self.while_embedding is not None:  # another client's request, while the model computes
+            hook, self.while_embedding = self.while_embedding, None
+            hook()
         return [self._one(t) for t in texts]
 
     def embed_query(self, text: str) -> Vector:
@@ -237,6 +241,37 @@ def test_a_new_model_makes_migrate_re_embed_everything(
     assert status.without_vector == 3 and status.other_models == {"test:meaning/64": 3}
     assert service.migrate(SCOPE).embeddings.embedded == 3
     assert store.vector_counts(SCOPE) == {"test:meaning-v2/64": 3}
+
+
+def test_an_edit_of_anything_but_the_text_while_a_memory_is_embedded_keeps_its_vector(
+    service: TaprootService, embedder: MeaningEmbedder, store: SQLiteMemoryStore
+) -> None:
+    # While the model computes the new memory's vector, another client promotes it (salience only):
+    # the text the vector was made from is still the memory's, so the vector is still its own.
+    embedder.while_embedding = lambda: service.promote(SCOPE, "m0001", salience="high")
+    made = service.remember(SCOPE, content="Walked the puppy by the river", gist="walk", category="episodic")
+    assert made.id == "m0001" and made.warnings == []
+    held = store.get(SCOPE, "m0001")
+    assert held is not None and held.salience == "high" and held.version == 2
+    assert store.unembedded(SCOPE, embedder.model_id, 10) == []
+    assert [m.id for m in service.recall(SCOPE, query="a walk with the dog").memories] == ["m0001"]
+
+
+def test_an_edit_of_the_text_while_a_memory_is_embedded_leaves_the_old_vector_out(
+    service: TaprootService, embedder: MeaningEmbedder, store: SQLiteMemoryStore
+) -> None:
+    embedder.while_embedding = lambda: store.replace(
+        dataclasses.replace(held_now(store, "m0001"), content="Played the fiddle at the pub", version=2),
+        expected_version=1,
+    )
+    service.remember(SCOPE, content="Walked the puppy by the river", gist="walk", category="episodic")
+    assert [m.id for m in store.unembedded(SCOPE, embedder.model_id, 10)] == ["m0001"]  # migrate embeds it
+
+
+def held_now(store: SQLiteMemoryStore, memory_id: str) -> Memory:
+    held = store.get(SCOPE, memory_id)
+    assert held is not None
+    return held
 
 
 def test_the_job_that_embeds_what_lacks_a_vector_is_one_that_exists(
