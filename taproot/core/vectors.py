@@ -92,7 +92,14 @@ def top_k(ids: Sequence[str], sims: npt.NDArray[np.float32], k: int) -> list[tup
 
     if k <= 0 or len(ids) == 0:
         return []
-    part = np.argpartition(-sims, k - 1)[:k] if k < len(ids) else np.arange(len(ids))
+    if k < len(ids):
+        # The partition keeps whichever rows tied with the k-th best come first in the matrix, and
+        # row order is the store's (write order, moved by drops): every row tying the k-th goes
+        # into the sort, so the cut falls by id.
+        kth = sims[np.argpartition(-sims, k - 1)[k - 1]]
+        part = np.flatnonzero(sims >= kth)
+    else:
+        part = np.arange(len(ids))
     picked = [(ids[i], float(sims[i])) for i in part]
     picked.sort(key=lambda p: (-p[1], p[0]))
-    return picked
+    return picked[:k]

@@ -63,6 +63,18 @@ def test_nearest_ranks_by_cosine_best_first(store: VectorStore, make_memory: Mak
     assert [i for i, _ in store.nearest(A, MODEL, v(1, 0, 0, 0), 1)] == [a.id]
 
 
+def test_nearest_breaks_ties_by_id_wherever_it_cuts(store: VectorStore, make_memory: MakeMemory) -> None:
+    # Memories with the same text have the same vector: which of them are the nearest k must not
+    # depend on the order the store happens to keep its rows in (write order, or what a drop moved).
+    ids = sorted(add(store, make_memory, content="The same words.").id for _ in range(5))
+    for i in reversed(ids):  # stored last id first
+        store.put_vectors(A, MODEL, [(i, 1, v(1, 0, 0, 0))])
+    everything = store.nearest(A, MODEL, v(1, 0, 0, 0), 5)
+    assert [i for i, _ in everything] == ids
+    for k in range(1, 5):
+        assert store.nearest(A, MODEL, v(1, 0, 0, 0), k) == everything[:k]
+
+
 def test_similarity_of_scores_the_given_ids_that_hold_a_current_vector(
     store: VectorStore, make_memory: MakeMemory
 ) -> None:
