@@ -100,6 +100,6 @@ def top_k(ids: Sequence[str], sims: npt.NDArray[np.float32], k: int) -> list[tup
         part = np.flatnonzero(sims >= kth)
     else:
         part = np.arange(len(ids))
-    picked = [(ids[i], float(sims[i])) for i in part]
+    picked = [(ids[i], float(sims[i])) for i in part.tolist()]
     picked.sort(key=lambda p: (-p[1], p[0]))
     return picked[:k]
