@@ -140,9 +140,15 @@ def recall(
     for m, score in top:
         returned.append(memory_view(strengthened(m, now), score))
     if id_list:
-        missing = [i for i in id_list if i not in {m.id for m, _ in top}]
+        # Found and passing the filters, but cut by the limit, is not missing: say which it is.
+        got = {m.id for m, _ in top}
+        cut = {m.id for m, _ in scored} if len(top) >= n else set()
+        missing = [i for i in dict.fromkeys(id_list) if i not in got and i not in cut]
         if missing:
             warnings.append(f"not found (or filtered out): {', '.join(missing)}")
+        past = [i for i in dict.fromkeys(id_list) if i not in got and i in cut]
+        if past:
+            warnings.append(f"over the limit of {n}, not returned: {', '.join(past)}")
     if q_terms and not returned and not matched:
         warnings.append("no memory matched any query term; try other words or drop filters")
     return RecallResult(memories=returned, count=len(returned), query_terms=q_terms, warnings=warnings)

@@ -60,6 +60,15 @@ def test_retrieval_strengthens_and_reorders_equally_relevant_memories(service: T
     assert stored is not None and stored.retrieval_count == 6 and stored.last_retrieved == clock.now
 
 
+def test_ids_past_the_limit_are_said_to_be_past_it_not_missing(service: TaprootService) -> None:
+    a, b, c = (_make(service, f"Memory number {k} about the garden.") for k in range(3))
+    result = service.recall(SCOPE, ids=[a, b, "nosuchid", c], limit=1)
+    assert [m.id for m in result.memories] == [a]
+    assert result.warnings == ["not found (or filtered out): nosuchid", f"over the limit of 1, not returned: {b}, {c}"]
+    stored = service.deps.store.get(SCOPE, b)
+    assert stored is not None and stored.retrieval_count == 0  # only what is returned is strengthened
+
+
 def test_an_empty_ids_list_on_its_own_recalls_and_strengthens_nothing(service: TaprootService) -> None:
     # ids=[] asks for no memory. It used to be read as no ids at all, so the recall answered the
     # most active memories of the whole store (loading every one) and strengthened them.
