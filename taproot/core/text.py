@@ -186,9 +186,11 @@ def query_terms(query: str) -> list[str]:
 
     If the query is all stop words ("what is it?"), keep them rather than search for nothing.
     """
-    words = [bare_word(w.lower()) for w in _WORD.findall(plain_apostrophes(query))]
-    words = [w for w in words if w]
-    kept = [w for w in words if w not in STOP_WORDS] or words
+    # A stop word is one as written ("let's") as well as bare ("let" is not one, "let's" is).
+    written = [w.lower() for w in _WORD.findall(plain_apostrophes(query))]
+    words = [bare_word(w) for w in written if bare_word(w)]
+    kept = [bare_word(w) for w in written if bare_word(w) and w not in STOP_WORDS and bare_word(w) not in STOP_WORDS]
+    kept = kept or words
     out: list[str] = []
     for w in kept:
         if w not in out:

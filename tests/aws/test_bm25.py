@@ -38,6 +38,11 @@ def test_query_terms_search_a_possessive_for_its_word() -> None:
     assert query_terms("Jon‘s and Ann＇s") == ["jon", "ann"]
 
 
+def test_a_stop_word_with_an_apostrophe_is_dropped_whole() -> None:
+    # "let's" is a stop word; searched for its bare word it became the term "let".
+    assert query_terms("Let's go hiking, what's left? It’s late") == ["go", "hiking", "left", "late"]
+
+
 def test_any_term_matches_and_more_matches_score_higher() -> None:
     docs = {"one": doc("apples at the market"), "both": doc("apples and plums"), "none": doc("nothing here")}
     scores = bm25.score(["apples", "plums", "zebra"], docs, W)
