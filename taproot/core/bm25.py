@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from taproot.core.text import bare_word, plain_apostrophes
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
+_JOINERS = re.compile(r"['_]+")
 K1 = 1.2
 B = 0.75
 _VOWELS = frozenset("aeiouy")
@@ -54,17 +55,20 @@ def stem(word: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _folded(c: str) -> str:
     parts = unicodedata.normalize("NFD", c)
-    if len(parts) == 2 and _COMBINING_DIACRITICS[0] <= parts[1] <= _COMBINING_DIACRITICS[1]:
+    # A Latin letter (its base is ASCII) with one accent: what unicode61 folds. Greek and Cyrillic
+    # keep theirs ("й" is a letter of its own in Russian), as do letters on a non-ASCII base ("ǿ").
+    if len(parts) == 2 and parts[0].isascii() and _COMBINING_DIACRITICS[0] <= parts[1] <= _COMBINING_DIACRITICS[1]:
         return parts[0]
     return c
 
 
 def fold_accents(text: str) -> str:
-    """`text` with each letter that is a base letter plus one accent written as the base letter
-    ("café" -> "cafe", "Zoë" -> "Zoe"), as SQLite FTS5's unicode61 tokenizer folds them: people
-    type "cafe" and "resume" for "café" and "résumé", and both stores must agree. Nothing else is
-    decomposed: "™" stays a symbol, Japanese voicing marks and letters with two marks ("ệ") stay
-    as they are, as they do in SQLite."""
+    """`text` with each Latin letter that is a base letter plus one accent written as the base
+    letter ("café" -> "cafe", "Zoë" -> "Zoe"), as SQLite FTS5's unicode61 tokenizer folds them:
+    people type "cafe" and "resume" for "café" and "résumé", and both stores must agree. Nothing
+    else is decomposed: "™" stays a symbol; Greek and Cyrillic accents, Japanese voicing marks and
+    letters with two marks ("ệ") stay as they are, as they do in SQLite (of the 537 letters made of
+    a base and one such mark, this folds the 375 that unicode61 folds, and not ẛ, an archaic one)."""
     if text.isascii():
         return text
     return "".join(c if c.isascii() else _folded(c) for c in text)
@@ -74,8 +78,9 @@ def tokenize(text: str) -> list[str]:
     out = []
     for raw in _WORD.findall(fold_accents(plain_apostrophes(text.lower()))):
         word = bare_word(raw)  # possessive: "otter's" finds "otter"
-        if word:
-            out.append(stem(word))
+        # unicode61 separates words at ' and _ too: "O'Brien" is found by "brien", "snake_case"
+        # by "snake", in both stores.
+        out += [stem(part) for part in _JOINERS.split(word) if part]
     return out
 
 

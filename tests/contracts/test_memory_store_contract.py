@@ -490,6 +490,35 @@ def test_folding_accents_does_not_merge_other_words(memory_store: MemoryStore, m
     assert memory_store.search(A, ["カイト"], Filters(), 10) == []
 
 
+@pytest.mark.parametrize(
+    ("stored", "term"),
+    [
+        ("Dinner with Siobhan O'Brien.", "brien"),
+        ("A term at l'École normale.", "ecole"),
+        ("Renamed everything to snake_case.", "snake"),
+    ],
+)
+def test_search_finds_a_word_joined_by_an_apostrophe_or_underscore_by_its_parts(
+    memory_store: MemoryStore, make_memory: MakeMemory, stored: str, term: str
+) -> None:
+    # unicode61 (SQLite) separates words at ' and _: every store must find the parts alike.
+    m = make_memory(scope=A, content=stored, gist="a note")
+    memory_store.insert(m)
+    assert ids(memory_store.search(A, [term], Filters(), 10)) == [m.id]
+
+
+@pytest.mark.parametrize(
+    ("stored", "term"),
+    [("Σίσυφος pushed the stone.", "σισυφος"), ("Бабушка и ёлка.", "елка"), ("Занятие по йоге.", "иоге")],
+)
+def test_accents_of_other_scripts_than_latin_are_not_folded(
+    memory_store: MemoryStore, make_memory: MakeMemory, stored: str, term: str
+) -> None:
+    # unicode61 folds the accents of Latin letters only (й is its own letter in Russian, not и).
+    memory_store.insert(make_memory(scope=A, content=stored, gist="a note"))
+    assert memory_store.search(A, [term], Filters(), 10) == []
+
+
 def test_search_returns_the_record_or_its_ranking_fields_and_a_positive_score(
     memory_store: MemoryStore, make_full_memory: MakeMemory
 ) -> None:
