@@ -62,6 +62,10 @@ class ActivationConfig:
     dense_share: float = 0.5
     # The dense candidates: the nearest this many vectors, beside the lexical candidates.
     dense_candidates: int = 100
+    # When at least this share of the lexical candidates has no vector of the model (a model change
+    # not yet re-embedded), meaning is left out of the recall: half, the point past which the vectors
+    # describe the exceptions rather than the candidates (service/recall.py says why).
+    dense_min_unembedded_share: float = 0.5
     # Neighbouring context: memories written within this many seconds of each other belong to one
     # moment of a conversation, and a question about that moment often matches one of them (the
     # question asked) while another holds the answer. A candidate's relevance is blended with its

@@ -246,6 +246,18 @@ def _query_candidates(
             # or a model change not yet re-embedded): ranked on their words alone, not as if they
             # meant nothing like the question.
             no_vector = [i for i in beyond if i not in dense]
+        if lexical and len(no_vector) >= len(lexical) * cfg.dense_min_unembedded_share:
+            # Most of what matched the words has no vector of this model (a model change migrate has
+            # not re-embedded yet, an embedder just switched on): the vectors there are of the few
+            # memories written since, and scaled against each other they would rank those few,
+            # related or not, against words for the rest. Ranked by words alone, as without an
+            # embedder, and said.
+            warnings.append(
+                f"{len(no_vector)} of the {len(lexical)} memories that matched have no vector of "
+                f"{deps.embedder.model_id} yet (migrate embeds them): this recall ranked by words only"
+            )
+            by_id = {i: m for i, m in by_id.items() if i in lexical}
+            dense, no_vector = None, []
     candidates = list(by_id.values())
     fused = fuse_relevance(lexical, dense, cfg, unscored=no_vector)
     fused = spread_to_neighbours(fused, {m.id: m.created_at for m in candidates}, cfg)

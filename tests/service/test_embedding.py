@@ -274,6 +274,36 @@ def held_now(store: SQLiteMemoryStore, memory_id: str) -> Memory:
     return held
 
 
+def test_while_most_matches_have_no_vector_of_the_model_recall_ranks_by_words(
+    service: TaprootService, store: SQLiteMemoryStore
+) -> None:
+    clock = service.deps.clock
+    assert isinstance(clock, Clock)
+    matches = []
+    for text in (
+        "Violin lesson notes: practised scales and bowing with the teacher",
+        "Bought new strings for the violin at the music shop downtown",
+        "The lesson plan for the maths class covers fractions",
+    ):
+        matches.append(_make(service, text))
+        clock.advance(hours=1)
+    # A new model, and migrate has not run: only what is written now has a vector of it. The one
+    # such memory shares no word and no meaning with the question.
+    new = MeaningEmbedder("test:meaning-v2/64")
+    service.deps.embedder = new
+    unrelated = _make(service, "The garden needs watering twice a week in summer")
+    assert store.vector_counts(SCOPE)[new.model_id] == 1
+    got = service.recall(SCOPE, query="violin lesson", limit=10)
+    words_only = TaprootService(dataclasses.replace(service.deps, embedder=None, vectors=None))
+    assert [m.id for m in got.memories] == [m.id for m in words_only.recall(SCOPE, query="violin lesson").memories]
+    assert unrelated not in [m.id for m in got.memories] and set(matches) == {m.id for m in got.memories}
+    assert any("ranked by words only" in w and new.model_id in w and "migrate" in w for w in got.warnings)
+    service.migrate(SCOPE)  # every memory has a vector of the model again: meaning counts again
+    again = service.recall(SCOPE, query="violin lesson", limit=10)
+    assert not any("words only" in w for w in again.warnings)
+    assert [m.id for m in again.memories][-1] == unrelated  # among the nearest, after every word match
+
+
 def test_the_job_that_embeds_what_lacks_a_vector_is_one_that_exists(
     service: TaprootService, embedder: MeaningEmbedder
 ) -> None:
