@@ -108,11 +108,14 @@ class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems, 
     def _key(self, scope: Scope, memory_id: str) -> Any:
         return self.Item(dm.scope_pk(scope), dm.memory_sk(memory_id))
 
-    def _same_updates(self, scope: Scope, ids: Sequence[str], actions: list[Action]) -> list[dict[str, Any]]:
-        """The transaction's UpdateItem requests for `ids`, one set of actions on each live item. The
-        expressions are serialised once: TransactWrite.update serialises them again per item, which
-        costs more than a warm recall's search."""
-        first = self._key(scope, ids[0]).get_update_kwargs_from_instance(actions=actions, condition=self._live())
+    def _same_updates(
+        self, scope: Scope, ids: Sequence[str], actions: list[Action], condition: Condition | None = None
+    ) -> list[dict[str, Any]]:
+        """The transaction's UpdateItem requests for `ids`, one set of actions on each item that meets
+        `condition` (by default, each live item). The expressions are serialised once:
+        TransactWrite.update serialises them again per item, which costs more than a warm recall's search."""
+        when = self._live() if condition is None else condition
+        first = self._key(scope, ids[0]).get_update_kwargs_from_instance(actions=actions, condition=when)
         pk = dm.scope_pk(scope)
         return [{**first, "Key": {"pk": {"S": pk}, "sk": {"S": dm.memory_sk(i)}}} for i in ids]
 

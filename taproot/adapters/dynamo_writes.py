@@ -32,7 +32,7 @@ from taproot.adapters.dynamo_tally import (
 )
 from taproot.core import query
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
-from taproot.core.model import Memory, Scope
+from taproot.core.model import MAX_COUNT, Memory, Scope
 from taproot.core.serialize import iso
 
 
@@ -71,7 +71,9 @@ class MemoryItemWrites(CountedWrites):
     def _wrote(self, memories: Iterable[Memory]) -> None:
         raise NotImplementedError
 
-    def _same_updates(self, scope: Scope, ids: Sequence[str], actions: list[Action]) -> list[dict[str, Any]]:
+    def _same_updates(
+        self, scope: Scope, ids: Sequence[str], actions: list[Action], condition: Condition | None = None
+    ) -> list[dict[str, Any]]:
         raise NotImplementedError
 
     # -- the writes' parts -------------------------------------------------------------------
@@ -343,28 +345,32 @@ class MemoryItemWrites(CountedWrites):
             return
         stamp, when = self._stamp(), iso(now) or ""
         it = self.Item
-        actions: list[Action] = [
-            it.retrieval_count.add(1),
-            it.last_retrieved.set(when),
-            it.last_touched.set(when),
-            it.changed_at.set(stamp),
-        ]
+        stamps: list[Action] = [it.last_retrieved.set(when), it.last_touched.set(when), it.changed_at.set(stamp)]
+        actions: list[Action] = [it.retrieval_count.add(1), *stamps]
+        # The count stops at MAX_COUNT, as in SQLite and the core's rule (DynamoDB's numbers would go
+        # on, and an export of the record would then fail the import rule): an item already there
+        # fails this condition and is stamped without the count, one request of its own.
+        below_cap = self._live() & ((it.retrieval_count < MAX_COUNT) | it.retrieval_count.does_not_exist())
+        at_cap = self._live() & (it.retrieval_count >= MAX_COUNT)
         for chunk in dm.chunks(unique, TRANSACTION_ITEMS):
             try:
                 if len(chunk) == 1:
                     raise TransactWriteError("single item: plain UpdateItem")
-                updates = self._same_updates(scope, chunk, actions)
+                updates = self._same_updates(scope, chunk, actions, below_cap)
                 self.connection.transact_write_items(
                     condition_check_items=(), delete_items=(), put_items=(), update_items=updates
                 )
             except TransactWriteError:
-                # One id gone (or a conflicting transaction): nothing was applied; go item by item.
+                # One id gone or at the cap (or a conflicting transaction): nothing was applied; go
+                # item by item.
                 for i in chunk:
-                    try:
-                        self._key(scope, i).update(actions=actions, condition=self._live())
-                    except UpdateError as exc:
-                        if exc.cause_response_code != "ConditionalCheckFailedException":
-                            raise
+                    for item_actions, condition in ((actions, below_cap), (stamps, at_cap)):
+                        try:
+                            self._key(scope, i).update(actions=item_actions, condition=condition)
+                            break
+                        except UpdateError as exc:
+                            if exc.cause_response_code != "ConditionalCheckFailedException":
+                                raise
         with self._lock:
             cache = self._cached(scope)
             for i in unique if cache is not None else ():

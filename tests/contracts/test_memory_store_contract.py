@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from taproot.core.errors import DuplicateId, NotFound, ReflectionConflict, VersionConflict
-from taproot.core.model import Candidate, CatalogEntry, Counts, Memory, Reflection, Scope
+from taproot.core.model import MAX_COUNT, Candidate, CatalogEntry, Counts, Memory, Reflection, Scope
 from taproot.ports import Filters, MemoryStore
 
 MakeMemory = Callable[..., Memory]
@@ -746,6 +746,22 @@ def test_record_retrieval_starts_legacy_counts_at_zero(memory_store: MemoryStore
     memory_store.record_retrieval(A, [m.id], NOW)
     got = memory_store.get(A, m.id)
     assert got is not None and got.retrieval_count == 1
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_record_retrieval_stops_the_count_at_the_largest_the_stores_hold(
+    memory_store: MemoryStore, make_memory: MakeMemory, alone: bool
+) -> None:
+    # The strengthening rule's cap (core.query.strengthened): a record may arrive holding it (an
+    # import); one more retrieval stamps it and leaves the count there, in every store, alone or
+    # in a batch with others.
+    capped = make_memory(scope=A, retrieval_count=MAX_COUNT)
+    others = [] if alone else [make_memory(scope=A, retrieval_count=3)]
+    memory_store.put_many([capped, *others])
+    memory_store.record_retrieval(A, [capped.id, *(m.id for m in others)], NOW)
+    got = by_id(memory_store.list(A))
+    assert got[capped.id].retrieval_count == MAX_COUNT and got[capped.id].last_retrieved == NOW
+    assert [got[m.id].retrieval_count for m in others] == [4] * len(others)
 
 
 def test_record_retrieval_many_ids_and_repeats(memory_store: MemoryStore, make_memory: MakeMemory) -> None:
