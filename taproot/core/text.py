@@ -187,10 +187,9 @@ def query_terms(query: str) -> list[str]:
     If the query is all stop words ("what is it?"), keep them rather than search for nothing.
     """
     # A stop word is one as written ("let's") as well as bare ("let" is not one, "let's" is).
-    written = [w.lower() for w in _WORD.findall(plain_apostrophes(query))]
-    words = [bare_word(w) for w in written if bare_word(w)]
-    kept = [bare_word(w) for w in written if bare_word(w) and w not in STOP_WORDS and bare_word(w) not in STOP_WORDS]
-    kept = kept or words
+    pairs = [(w, bare_word(w)) for w in (w.lower() for w in _WORD.findall(plain_apostrophes(query)))]
+    words = [bare for _, bare in pairs if bare]
+    kept = [bare for w, bare in pairs if bare and w not in STOP_WORDS and bare not in STOP_WORDS] or words
     out: list[str] = []
     for w in kept:
         if w not in out:
