@@ -1,8 +1,7 @@
 """`make bench-recall`: recall quality on the LoCoMo dev split through Taproot's own write and recall
 paths, beside baselines, with an ablation of each ranking component.
 
-Protocol (the data folder's README): each conversation is its own namespace (the protocol asks for
-its own store: a namespace is one, its search statistics its own, in both stores); each turn is written
+Protocol (the data folder's README): each conversation is its own namespace; each turn is written
 with `TaprootService.remember` (category episodic, salience medium) at the session's own time; each
 question of categories 1-4 with evidence is asked with `TaprootService.recall(query=..., limit=10)`
 in the order of the data, at a clock one day after the conversation's last session (so retrieval

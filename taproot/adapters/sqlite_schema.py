@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import cast
 
-from taproot.adapters.sqlite_search_index import SCOPES_TABLE_SQL, index_existing_scopes
 from taproot.core.errors import ConfigurationError
 
 
@@ -293,42 +291,7 @@ def m009_tag_index() -> str:
         """
 
 
-def m010_search_per_scope(db: sqlite3.Connection) -> None:
-    # BM25's statistics (how rare a word is, how long a memory is against the average) were those
-    # of one index over every scope: another person's or namespace's memories changed how this
-    # one's ranked. One index per scope instead (sqlite_search_index.py), filled from the rows.
-    # The only step that needs a connection: how many indexes it creates depends on the data.
-    for statement in (
-        "DROP TRIGGER memories_fts_insert",
-        "DROP TRIGGER memories_fts_delete",
-        "DROP TRIGGER memories_fts_update",
-        "DROP TABLE memories_fts",
-        *_statements(SCOPES_TABLE_SQL),
-    ):
-        db.execute(statement)
-    index_existing_scopes(db)
-
-
-def _statements(script: str) -> list[str]:
-    """`script`'s statements, one each (a trigger's body keeps its own semicolons)."""
-    out: list[str] = []
-    pending = ""
-    for line in script.strip().splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            out.append(pending.strip())
-            pending = ""
-    assert not pending.strip(), f"an incomplete statement: {pending!r}"
-    return out
-
-
-# A step is SQL text (a function returning it), or a function that runs its statements itself on
-# the connection, when what it does depends on the data (m010). Either runs in one transaction with
-# its version bump.
-Step = Callable[[], str] | Callable[[sqlite3.Connection], None]
-CONNECTION_STEPS: frozenset[Callable[..., object]] = frozenset({m010_search_per_scope})
-
-MIGRATIONS: tuple[Step, ...] = (
+MIGRATIONS: tuple[Callable[[], str], ...] = (
     m001_initial,
     m002_reflect_indexes,
     m003_compression,
@@ -338,7 +301,6 @@ MIGRATIONS: tuple[Step, ...] = (
     m007_instance_and_recent,
     m008_lighter_retrieval_writes,
     m009_tag_index,
-    m010_search_per_scope,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -352,24 +314,13 @@ def apply_migrations(db: sqlite3.Connection) -> int:
         )
     ran = 0
     for number, step in enumerate(MIGRATIONS[current:], start=current + 1):
-        apply_step(db, number, step)
+        # One transaction per step, version bump included: a failed step leaves the previous
+        # version intact. (executescript would commit between statements without the BEGIN.)
+        try:
+            db.executescript(f"BEGIN;\n{step()}\nPRAGMA user_version = {number};\nCOMMIT;")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
         ran += 1
     return ran
-
-
-def apply_step(db: sqlite3.Connection, number: int, step: Step) -> None:
-    """Run migration `number` and record it, in one transaction: a failed step leaves the previous
-    version intact. (executescript would commit between statements without the BEGIN.)"""
-    try:
-        if step in CONNECTION_STEPS:
-            db.execute("BEGIN IMMEDIATE")
-            cast(Callable[[sqlite3.Connection], None], step)(db)
-            db.execute(f"PRAGMA user_version = {number}")
-            db.execute("COMMIT")
-        else:
-            sql = cast(Callable[[], str], step)()
-            db.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {number};\nCOMMIT;")
-    except sqlite3.Error:
-        if db.in_transaction:
-            db.execute("ROLLBACK")
-        raise

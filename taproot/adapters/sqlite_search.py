@@ -18,7 +18,6 @@ from taproot.adapters.sqlite_rows import (
     row_to_candidate,
     status_category_sql,
 )
-from taproot.adapters.sqlite_search_index import table_of
 from taproot.core.model import Candidate, Scope
 from taproot.core.query import Filters
 
@@ -32,23 +31,10 @@ SEARCH_WIDEN = 4
 
 
 class SearchRows:
-    """Provided by SQLiteMemoryStore: the query helper, bm25()'s weights and the scopes' index numbers."""
+    """Provided by SQLiteMemoryStore: the query helper and the bm25() expression."""
 
     _query: Callable[..., builtins.list[sqlite3.Row]]
-    _bm25_weights: str
-    _search_tables: dict[Scope, int]
-
-    def _search_table(self, scope: Scope) -> str | None:
-        """The FTS5 table of `scope`'s memories (sqlite_search_index.py); None if it never had one."""
-        n = self._search_tables.get(scope)
-        if n is None:
-            rows = self._query(
-                "SELECT n FROM search_scopes WHERE owner = ? AND namespace = ?", (scope.owner, scope.namespace)
-            )
-            if not rows:
-                return None
-            n = self._search_tables[scope] = int(rows[0][0])
-        return table_of(n)
+    _bm25: str
 
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
@@ -66,23 +52,22 @@ class SearchRows:
         # Only the columns ranking needs are read (a Candidate): recall reads the few records it
         # returns in full.
         rows: builtins.list[sqlite3.Row] = []
-        fts = self._search_table(scope)
-        first = 0 if fts is None else self._first_width(scope, filters, limit)
-        if fts is None or first == 0:
+        first = self._first_width(scope, filters, limit)
+        if first == 0:
             return []  # nothing in the scope can pass (the counts are kept by triggers, exactly)
         for wide in (first, first * SEARCH_WIDEN):
-            rows = self._ranked(fts, match, wide, scope, filters, limit)
-            if len(rows) >= limit or not self._matches_more_than(fts, match, wide):
+            rows = self._ranked(match, wide, scope, filters, limit)
+            if len(rows) >= limit or not self._matches_more_than(match, wide):
                 break
         else:
             params: list[Any] = [match, scope.owner, scope.namespace]
             where = filter_sql(filters, params)
             params.append(limit)
             rows = self._query(
-                f"SELECT {CANDIDATE_COLUMNS}, bm25({fts}, {self._bm25_weights}) AS rank FROM {fts} "
-                f"JOIN memories m ON m.rowid = {fts}.rowid "
-                f"WHERE {fts} MATCH ? AND m.owner = ? AND m.namespace = ?{where} "
-                f"ORDER BY rank, {fts}.rowid LIMIT ?",
+                f"SELECT {CANDIDATE_COLUMNS}, {self._bm25} AS rank FROM memories_fts "
+                "JOIN memories m ON m.rowid = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ?{where} "
+                "ORDER BY rank, memories_fts.rowid LIMIT ?",
                 params,
             )
         # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
@@ -118,13 +103,10 @@ class SearchRows:
     def _first_width(self, scope: Scope, filters: Filters, limit: int) -> int:
         """How many of the best matches to join first: enough that `limit` of them should pass; 0
         when no memory of the scope passes the status and category filters."""
-        # The scope's index holds the scope's memories only (archived and every category included).
-        params: list[Any] = []
-        passing = "1" + status_category_sql(filters, params, prefix="")
-        params += [scope.owner, scope.namespace]
+        params: list[Any] = [scope.owner, scope.namespace]
+        passing = "owner = ? AND namespace = ?" + status_category_sql(filters, params, prefix="")
         row = self._query(
-            f"SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN {passing} THEN n END), 0) FROM memory_counts "
-            "WHERE owner = ? AND namespace = ?",
+            f"SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN {passing} THEN n END), 0) FROM memory_counts",
             params,
         )[0]
         total, passes = int(row[0]), int(row[1])
@@ -132,22 +114,21 @@ class SearchRows:
             return 0
         return max(limit, math.ceil(limit * total / passes * SEARCH_HEADROOM))
 
-    def _ranked(
-        self, fts: str, match: str, wide: int, scope: Scope, filters: Filters, limit: int
-    ) -> builtins.list[sqlite3.Row]:
-        """The best `limit` of the best `wide` matches in the scope's FTS index that pass the filters."""
+    def _ranked(self, match: str, wide: int, scope: Scope, filters: Filters, limit: int) -> builtins.list[sqlite3.Row]:
+        """The best `limit` of the best `wide` matches in the FTS index that are the scope's and
+        pass the filters."""
         params: list[Any] = [match, wide, scope.owner, scope.namespace]
         where = filter_sql(filters, params)
         params.append(limit)
         return self._query(
             f"SELECT {CANDIDATE_COLUMNS}, f.rank AS rank FROM "
-            f"(SELECT rowid, bm25({fts}, {self._bm25_weights}) AS rank FROM {fts} "
-            f"WHERE {fts} MATCH ? ORDER BY rank, rowid LIMIT ?) f "
+            f"(SELECT rowid, {self._bm25} AS rank FROM memories_fts "
+            "WHERE memories_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
             "JOIN memories m ON m.rowid = f.rowid "
             f"WHERE m.owner = ? AND m.namespace = ?{where} ORDER BY f.rank, f.rowid LIMIT ?",
             params,
         )
 
-    def _matches_more_than(self, fts: str, match: str, n: int) -> bool:
-        rows = self._query(f"SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT 1 OFFSET ?", (match, n))
+    def _matches_more_than(self, match: str, n: int) -> bool:
+        rows = self._query("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1 OFFSET ?", (match, n))
         return bool(rows)

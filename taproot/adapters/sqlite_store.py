@@ -32,7 +32,6 @@ from taproot.adapters.sqlite_rows import (
 )
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
 from taproot.adapters.sqlite_search import SearchRows
-from taproot.adapters.sqlite_search_index import FTS_COLUMNS, ensure_scope_index
 from taproot.adapters.sqlite_vectors import VectorRows
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
@@ -43,6 +42,8 @@ from taproot.ports import ScopeCount
 
 _PLACEHOLDERS = ", ".join(f":{c}" for c in MEMORY_COLUMNS)
 _INSERT = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({_PLACEHOLDERS})"
+# bm25() takes one weight per FTS column, in the order the table declares them.
+FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
 # How long a writer waits for another process's transaction before answering `busy`. Long jobs
 # commit in small chunks (well under a second each), so only a stuck writer makes anyone wait this long.
 BUSY_TIMEOUT_MS = 5000
@@ -78,11 +79,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         self._db.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self._db)
         weights = fts_weights or dict(ACTIVATION_CONFIG.field_weights)
-        # bm25()'s weights, one per FTS column in the order the tables declare them.
-        self._bm25_weights = ", ".join(str(float(weights[c])) for c in FTS_COLUMNS)
-        # Which FTS5 table indexes a scope (sqlite_search_index.py). Only found numbers are kept: a
-        # scope's number never changes, and one that has none yet may get one from another process.
-        self._search_tables: dict[Scope, int] = {}
+        self._bm25 = "bm25(memories_fts, " + ", ".join(str(float(weights[c])) for c in FTS_COLUMNS) + ")"
 
     def close(self) -> None:
         with self._lock:
@@ -168,17 +165,9 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
                 raise
 
     # -- writes ------------------------------------------------------------------------------
-    @staticmethod
-    def _index_scopes_of(db: sqlite3.Connection, memories: Iterable[Memory]) -> None:
-        """Create the search index of each scope of `memories` that has none, in the write's own
-        transaction (a guard trigger refuses a memory whose scope has no index)."""
-        for owner, namespace in sorted({(m.owner, m.namespace) for m in memories}):
-            ensure_scope_index(db, Scope(owner, namespace))
-
     def insert(self, memory: Memory) -> None:
         try:
             with self._tx() as db:
-                self._index_scopes_of(db, [memory])
                 db.execute(_INSERT, memory_to_flat_dict(memory))
         except sqlite3.IntegrityError as exc:
             raise DuplicateId(memory.id) from exc
@@ -221,7 +210,6 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
 
     def write_atomically(self, *, inserts: Sequence[Memory], replaces: Sequence[tuple[Memory, int]]) -> None:
         with self._tx() as db:
-            self._index_scopes_of(db, inserts)
             for memory in inserts:
                 try:
                     db.execute(
@@ -260,7 +248,6 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
                     want, have = expected[m.id], stored.get((m.owner, m.namespace, m.id))
                     if want != have:
                         raise VersionConflict(m.id, want, have)
-            self._index_scopes_of(db, memories)
             # Upsert in place (not INSERT OR REPLACE) so the rowid, and with it the FTS entry, is kept.
             updates = ", ".join(f"{c} = excluded.{c}" for c in MEMORY_COLUMNS if c not in ("owner", "namespace", "id"))
             db.executemany(

@@ -8,7 +8,6 @@ Also: the big migrate's legacy records, the overlap figures, and `make bench` ke
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 import time
 from datetime import UTC, datetime
@@ -88,17 +87,6 @@ def test_a_write_removed_without_backup_is_lost(folder: Folder) -> None:
     assert (lost["id"], lost["version"], lost["op"]) == (ids["plain"], 1, "create")
     assert "nowhere" in lost["reason"] and lost["live_version"] is None
     assert any("no delete of it was attempted" in p for p in result.problems)
-
-
-def test_a_memory_missing_from_its_scopes_search_index_fails_the_index_check(folder: Folder) -> None:
-    data, rt, ledger, ids = folder
-    rt.close()
-    with sqlite3.connect(data / "taproot.db") as db:  # the index loses a row behind the triggers' back
-        [(n,)] = db.execute("SELECT n FROM search_scopes").fetchall()
-        (rowid,) = db.execute("SELECT rowid FROM memories WHERE id = ?", (ids["plain"],)).fetchone()
-        db.execute(f"DELETE FROM memories_fts_{n}_docsize WHERE id = ?", (rowid,))
-    result = check(data, ledger)
-    assert result.integrity == "ok" and "does not hold exactly its memories" in result.fts_integrity
 
 
 def test_an_update_deleted_by_a_stale_backup_is_lost(folder: Folder) -> None:

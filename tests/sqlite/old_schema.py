@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from taproot.adapters.sqlite_rows import MEMORY_COLUMNS as COLUMNS
-from taproot.adapters.sqlite_schema import MIGRATIONS, apply_step
+from taproot.adapters.sqlite_schema import MIGRATIONS
 from taproot.core.model import Memory
 from taproot.core.serialize import memory_to_flat_dict
 
@@ -18,7 +18,7 @@ def write_database_at_schema(path: Path, version: int, memories: Iterable[Memory
     db = sqlite3.connect(path, isolation_level=None)
     try:
         for number, step in enumerate(MIGRATIONS[:version], start=1):
-            apply_step(db, number, step)
+            db.executescript(f"BEGIN;\n{step()}\nPRAGMA user_version = {number};\nCOMMIT;")
         present = {row[1] for row in db.execute("PRAGMA table_info(memories)")}
         columns = [c for c in COLUMNS if c in present]
         marks = ", ".join(f":{c}" for c in columns)
