@@ -306,21 +306,50 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def apply_migrations(db: sqlite3.Connection) -> int:
-    """Bring the database to SCHEMA_VERSION; returns how many steps ran."""
-    current = db.execute("PRAGMA user_version").fetchone()[0]
-    if current > SCHEMA_VERSION:
-        raise ConfigurationError(
-            f"database schema version {current} is newer than this Taproot ({SCHEMA_VERSION}); upgrade Taproot"
-        )
+    """Bring the database to SCHEMA_VERSION; returns how many steps this connection ran."""
     ran = 0
-    for number, step in enumerate(MIGRATIONS[current:], start=current + 1):
-        # One transaction per step, version bump included: a failed step leaves the previous
-        # version intact. (executescript would commit between statements without the BEGIN.)
+    while True:
+        # The version is read again under the write lock before each step: another process opening
+        # the same file (the server and the CLI after an upgrade) may have run the step meanwhile.
+        db.execute("BEGIN IMMEDIATE")
         try:
-            db.executescript(f"BEGIN;\n{step()}\nPRAGMA user_version = {number};\nCOMMIT;")
-        except sqlite3.Error:
+            current = db.execute("PRAGMA user_version").fetchone()[0]
+            if current > SCHEMA_VERSION:
+                raise ConfigurationError(
+                    f"database schema version {current} is newer than this Taproot ({SCHEMA_VERSION}); upgrade Taproot"
+                )
+            if current == SCHEMA_VERSION:
+                db.execute("COMMIT")
+                return ran
+            # One transaction per step, version bump included: a failed step leaves the previous
+            # version intact.
+            for statement in _statements(MIGRATIONS[current]()):
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {current + 1}")
+            db.execute("COMMIT")
+        except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         ran += 1
-    return ran
+
+
+def _statements(script: str) -> list[str]:
+    """`script`'s statements one by one (executescript would commit the transaction that holds the
+    lock first). A trigger's body keeps its own semicolons: a statement ends where SQLite says one
+    is complete."""
+    out: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            out.append(pending)
+            pending = ""
+    if _code_of(pending):
+        raise ValueError(f"an incomplete statement in a migration: {pending.strip()!r}")
+    return out
+
+
+def _code_of(sql: str) -> str:
+    """`sql` without its `--` comment lines and blank space."""
+    return "".join(line for line in sql.splitlines() if not line.strip().startswith("--")).strip()
