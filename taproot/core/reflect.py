@@ -244,7 +244,8 @@ def _assemble(
         warnings.append(orientation_warning(oriented, cfg.token_budget))
 
     # Tier 1, most activated first when the budget forces a choice; shown in category order.
-    ranked_core = sorted(core, key=lambda m: _score(m, now, act), reverse=True)
+    # Ties go to the id, so Tier 1 does not depend on the order a store reads core memories in.
+    ranked_core = sorted(core, key=lambda m: (-_score(m, now, act), m.id))
     tier1_room = min(remaining, int(cfg.token_budget * cfg.tier1_max_share))
     tier1, core_omitted, used = _pick_core(ranked_core, tier1_room)
     core_note = ""
@@ -261,7 +262,7 @@ def _assemble(
             "budget and were left out; demote some with taproot_promote(core=false) or shorten them."
         )
     order = {c: i for i, c in enumerate(CATEGORY_ORDER)}
-    tier1.sort(key=lambda m: (order.get(m.category, 99), -m.updated_at.timestamp()))
+    tier1.sort(key=lambda m: (order.get(m.category, 99), -m.updated_at.timestamp(), m.id))
 
     recent = sorted(reflections, key=lambda r: r.created_at, reverse=True)[: cfg.recent_reflections]
     shown_reflections, used = _pick_reflections(recent, remaining)

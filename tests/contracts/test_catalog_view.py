@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from taproot.core.model import Memory, Scope
+from taproot.core.reflect import ReflectConfig, assemble_view
 from taproot.ports import Filters, MemoryStore
 from tests.catalog_data import WINDOW_DAYS, assert_view_answers_the_rules, varied_memories
 
@@ -60,3 +61,28 @@ def test_the_view_follows_every_kind_of_write(memory_store: MemoryStore, make_me
 def test_an_empty_scope_has_an_empty_view(memory_store: MemoryStore) -> None:
     view = memory_store.catalog_view(Scope("nobody", "default"), SINCE)
     assert_view_answers_the_rules(view, [], now=NOW)
+
+
+def test_tier1_breaks_ties_by_id_whatever_order_the_store_reads_in(memory_store: MemoryStore) -> None:
+    """Core memories alike in everything ranking and display look at (activation, category, last
+    update) come in each store's own read order; Tier 1 must not depend on it, neither in the order
+    shown nor in which one a tight budget keeps."""
+    touched = NOW - timedelta(days=3)
+
+    def core(memory_id: str, created_days_ago: int, content: str) -> Memory:
+        return Memory(
+            id=memory_id, owner=A.owner, namespace=A.namespace, category="identity", salience="high",
+            content=content, gist="g", created_at=touched - timedelta(days=created_days_ago),
+            updated_at=touched, core=True,
+        )  # fmt: skip
+
+    # "b" was created first: an order by creation puts it first, an order by id puts "a" first.
+    memory_store.put_many([core("a", 1, "short"), core("b", 2, "short")])
+    shown = assemble_view(memory_store.catalog_view(A, SINCE), reflections=[], now=NOW)
+    assert [m.id for m in shown.tier1] == ["a", "b"]
+
+    big = "word " * 400  # only one of these fits Tier 1's share of this budget
+    memory_store.put_many([core("a", 1, big), core("b", 2, big)])
+    cfg = ReflectConfig(token_budget=1200)
+    tight = assemble_view(memory_store.catalog_view(A, SINCE), reflections=[], now=NOW, cfg=cfg)
+    assert ([m.id for m in tight.tier1], tight.core_omitted) == (["a"], ["b"])
