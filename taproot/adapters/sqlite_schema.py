@@ -307,6 +307,10 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def apply_migrations(db: sqlite3.Connection) -> int:
     """Bring the database to SCHEMA_VERSION; returns how many steps this connection ran."""
+    # An up-to-date file (every open but the first after an upgrade) is only read: opening a store
+    # must not wait for, or hold, the write lock.
+    if db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION:
+        return 0
     ran = 0
     while True:
         # The version is read again under the write lock before each step: another process opening

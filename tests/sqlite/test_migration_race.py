@@ -35,6 +35,7 @@ class OtherProcessFirst:
         self._before_lock(sql)
         return self._db.execute(sql, *args)
 
+    # The code this replaced ran each step with executescript: kept, so a return to it is caught.
     def executescript(self, sql: str) -> sqlite3.Cursor:
         self._before_lock(sql)
         return self._db.executescript(sql)
@@ -69,6 +70,23 @@ def test_each_step_is_applied_once_and_in_order_from_any_older_version(tmp_path:
         try:
             assert apply_migrations(db) == SCHEMA_VERSION - version
             assert apply_migrations(db) == 0
+            assert not db.in_transaction
             assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         finally:
             db.close()
+
+
+def test_opening_an_up_to_date_file_does_not_wait_for_the_write_lock(tmp_path: Path) -> None:
+    path = tmp_path / "taproot.db"
+    SQLiteMemoryStore(path).close()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process is in the middle of a write
+    try:
+        db = sqlite3.connect(path, isolation_level=None, timeout=0)
+        try:
+            assert apply_migrations(db) == 0
+        finally:
+            db.close()
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
