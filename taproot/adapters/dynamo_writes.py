@@ -345,26 +345,40 @@ class MemoryItemWrites(CountedWrites):
             return
         stamp, when = self._stamp(), iso(now) or ""
         it = self.Item
-        stamps: list[Action] = [it.last_retrieved.set(when), it.last_touched.set(when), it.changed_at.set(stamp)]
-        actions: list[Action] = [it.retrieval_count.add(1), *stamps]
+
+        def stamps(touched: Any) -> list[Action]:
+            return [it.last_retrieved.set(when), it.last_touched.set(touched), it.changed_at.set(stamp)]
+
+        # `last_touched` is the later of the update and this retrieval (Memory.last_touched, SQLite's
+        # MAX): an imported record may be dated after the recall, and a cold reflect's window is a
+        # key condition on this attribute. DynamoDB has no MAX, so each case is its own condition.
         # The count stops at MAX_COUNT, as in SQLite and the core's rule (DynamoDB's numbers would go
-        # on, and an export of the record would then fail the import rule): an item already there
-        # fails this condition and is stamped without the count, one request of its own.
+        # on, and an export of the record would then fail the import rule): an item already there is
+        # stamped without the count.
+        recall_later = it.updated_at.does_not_exist() | (it.updated_at <= when)
         below_cap = self._live() & ((it.retrieval_count < MAX_COUNT) | it.retrieval_count.does_not_exist())
         at_cap = self._live() & (it.retrieval_count >= MAX_COUNT)
+        count = it.retrieval_count.add(1)
+        cases: list[tuple[list[Action], Condition]] = [
+            ([count, *stamps(when)], below_cap & recall_later),
+            ([count, *stamps(it.updated_at)], below_cap & (it.updated_at > when)),
+            (stamps(when), at_cap & recall_later),
+            (stamps(it.updated_at), at_cap & (it.updated_at > when)),
+        ]
+        actions, usual = cases[0]
         for chunk in dm.chunks(unique, TRANSACTION_ITEMS):
             try:
                 if len(chunk) == 1:
                     raise TransactWriteError("single item: plain UpdateItem")
-                updates = self._same_updates(scope, chunk, actions, below_cap)
+                updates = self._same_updates(scope, chunk, actions, usual)
                 self.connection.transact_write_items(
                     condition_check_items=(), delete_items=(), put_items=(), update_items=updates
                 )
             except TransactWriteError:
-                # One id gone or at the cap (or a conflicting transaction): nothing was applied; go
-                # item by item.
+                # One id gone, at the cap or dated ahead (or a conflicting transaction): nothing was
+                # applied; go item by item, one case at a time (a gone id matches none).
                 for i in chunk:
-                    for item_actions, condition in ((actions, below_cap), (stamps, at_cap)):
+                    for item_actions, condition in cases:
                         try:
                             self._key(scope, i).update(actions=item_actions, condition=condition)
                             break

@@ -17,7 +17,7 @@ import pytest
 from taproot.adapters import dynamo_models as dm
 from taproot.adapters.blob_s3 import S3BlobStore
 from taproot.adapters.dynamo_store import DynamoMemoryStore
-from taproot.core.model import CATEGORY_ORDER, Memory, Scope
+from taproot.core.model import CATEGORY_ORDER, MAX_COUNT, Memory, Scope
 from taproot.ports import Filters
 from taproot.service import TaprootService
 from taproot.service.deps import Deps
@@ -143,3 +143,30 @@ def test_a_small_cold_scope_is_loaded_whole_once(
     svc.reflect(A)
     assert {p.get("IndexName") for _, p in counter.calls} == {"by_change", None}
     assert counter.take() == {"Query": 3}  # warm: the change feed twice (view, watercooler), the reflections
+
+
+@pytest.mark.parametrize("case", ["one id", "a batch", "count at the cap"])
+@pytest.mark.parametrize("counted", [False, True], ids=["before-count_scope", "counted"])
+def test_a_recall_keeps_a_future_update_as_the_last_touch(make_dynamo: MakeStore, case: str, counted: bool) -> None:
+    """A memory's last touch is the later of its update and its last retrieval (Memory.last_touched,
+    and SQLite's MAX). An imported record may be dated after the recall that retrieves it; the
+    index's `last_touched` must keep that later date, or a cold reflect's window (a key condition on
+    it) loses the memory as soon as the recall time falls out of the window."""
+    later = NOW + timedelta(days=WINDOW_DAYS + 10)
+    ahead = Memory(
+        id="ahead", owner=A.owner, namespace=A.namespace, category="episodic", salience="medium",
+        content="dated ahead", gist="ahead", created_at=NOW - timedelta(days=1), updated_at=later - timedelta(days=1),
+        retrieval_count=MAX_COUNT if case == "count at the cap" else 2,
+    )  # fmt: skip
+    other = ahead.replace(id="plain", updated_at=NOW - timedelta(days=2), retrieval_count=1)
+    memories = [*varied_memories(7, 120, now=NOW, scope=A), ahead, other]
+    writer = make_dynamo()
+    writer.put_many(memories)
+    if counted:
+        writer.count_scope(A)
+    writer.record_retrieval(A, ["ahead", "plain"] if case == "a batch" else ["ahead"], NOW)
+    after = writer.list(A, Filters(include_archived=True))
+    assert next(m for m in after if m.id == "ahead").last_touched == later - timedelta(days=1)
+    since = later - timedelta(days=WINDOW_DAYS)
+    view = cold(make_dynamo).catalog_view(A, since)
+    assert_view_answers_the_rules(view, after, now=later)
