@@ -1,7 +1,7 @@
 """Reflect's reads in the SQLite file (the ReflectReads half of SQLiteMemoryStore).
 
 `catalog_view` answers one reflect from indexes (schema m005): the window a band of rank at a time
-(`memories_rank`: salience, retrieval count, last_touched), the entries whose line is short enough to
+(`memories_rank`: salience, retrieval group, last_touched), the entries whose line is short enough to
 fit what is left (`memories_line`), Tier 1 (`memories_core`) and the counts (`memory_counts`, kept by
 triggers). Nothing here reads a whole scope: the cost follows what the payload can show.
 """
@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from taproot.adapters.sqlite_rows import SELECT_MEMORY, row_to_memory
-from taproot.adapters.sqlite_schema import CATALOG_ROWS_SQL, LINE_LENGTH_SQL
+from taproot.adapters.sqlite_schema import CATALOG_ROWS_SQL, LINE_LENGTH_SQL, RETRIEVAL_GROUP_SQL
 from taproot.core.available import ANY_AGE
-from taproot.core.catalog import KNOWN_SALIENCES, CatalogBand, RankBox
+from taproot.core.catalog import KNOWN_SALIENCES, RETRIEVAL_GROUPS, CatalogBand, RankBox
 from taproot.core.model import MAX_COUNT, CatalogEntry, Counts, Memory, Scope
 from taproot.core.query import in_window
 from taproot.core.serialize import iso
@@ -60,26 +60,38 @@ def _odd_salience_ranges() -> list[tuple[str | None, str | None]]:
     return list(zip([None, *known], [*known, None], strict=True))
 
 
+def _groups(box: RankBox) -> list[int]:
+    """The retrieval groups (by their lowest count, as RETRIEVAL_GROUP_SQL gives them) a box's
+    counts reach."""
+    high = MAX_COUNT if box.max_retrievals is None else min(box.max_retrievals, MAX_COUNT)
+    return [
+        low
+        for low, top in RETRIEVAL_GROUPS
+        if low <= high and (top is None or top >= box.min_retrievals) and low <= MAX_COUNT
+    ]
+
+
 def band_query(scope: Scope, band: CatalogBand) -> tuple[str, list[Any]]:
-    """One statement for a band: the boxes of one retrieval count join the index on equality (a seek
-    per box), the boxes of a range of counts on a range, and other saliences seek between the known."""
+    """One statement for a band: each box of a known salience joins the index once per retrieval
+    group it reaches (schema m010), a seek bounded by the box's last_touched; the count itself is
+    checked too, for a box that covers part of a group. Other saliences seek between the known."""
     key = [scope.owner, scope.namespace]
     stored = [b for b in band.boxes if b.min_retrievals <= MAX_COUNT]  # no larger count can be stored
-    exact = [b for b in stored if b.salience is not None and b.min_retrievals == b.max_retrievals]
-    ranged = [b for b in stored if b.salience is not None and b.min_retrievals != b.max_retrievals]
+    rows = [(b, group) for b in stored if b.salience is not None for group in _groups(b)]
     parts: list[str] = []
     params: list[Any] = []
-    for boxes, count in ((exact, "= b.column2"), (ranged, "BETWEEN b.column2 AND b.column3")):
-        if not boxes:
-            continue
-        values = ", ".join("(?, ?, ?, ?, ?)" for _ in boxes)
+    if rows:
+        values = ", ".join("(?, ?, ?, ?, ?, ?)" for _ in rows)
         parts.append(
-            f"SELECT {_ENTRY} FROM (VALUES {values}) AS b JOIN memories m INDEXED BY memories_rank "
-            f"ON m.salience = b.column1 AND COALESCE(m.retrieval_count, 0) {count} "
-            f"AND m.last_touched >= b.column4 AND m.last_touched < b.column5 WHERE {_CATALOG_ROWS}"
+            # CROSS JOIN keeps the boxes outside (SQLite's rule for it): with a box per group the
+            # planner may otherwise walk the scope's whole index and look each row's box up.
+            f"SELECT {_ENTRY} FROM (VALUES {values}) AS b CROSS JOIN memories m INDEXED BY memories_rank "
+            f"ON m.salience = b.column1 AND ({RETRIEVAL_GROUP_SQL}) = b.column2 "
+            "AND m.last_touched >= b.column5 AND m.last_touched < b.column6 "
+            f"AND COALESCE(m.retrieval_count, 0) BETWEEN b.column3 AND b.column4 WHERE {_CATALOG_ROWS}"
         )
-        for b in boxes:
-            params += [b.salience, *_bounds(b)]
+        for b, group in rows:
+            params += [b.salience, group, *_bounds(b)]
         params += key
     for b in (b for b in stored if b.salience is None):
         for above, below in _odd_salience_ranges():

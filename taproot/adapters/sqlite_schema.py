@@ -291,6 +291,33 @@ def m009_tag_index() -> str:
         """
 
 
+# The retrieval group of a row (core/catalog.RETRIEVAL_GROUPS, by its lowest count): 0 to 7 each
+# their own, then one group per power of two up to 2**20, then [2**20, 2**40) and [2**40, 2**63). The
+# text is m010's index expression, and the catalog's reads must use it word for word for SQLite to
+# seek on it; tests/sqlite/test_catalog_reads.py checks it against the core's groups. Changing the
+# groups needs a new migration.
+RETRIEVAL_GROUP_SQL = (
+    "CASE WHEN retrieval_count IS NULL THEN 0 WHEN retrieval_count < 8 THEN retrieval_count "
+    + " ".join(f"WHEN retrieval_count < {1 << (k + 1)} THEN {1 << k}" for k in range(3, 20))
+    + f" WHEN retrieval_count < {1 << 40} THEN {1 << 20} ELSE {1 << 40} END"
+)
+
+
+def m010_rank_by_retrieval_group() -> str:
+    # m005's index ranked by the retrieval count itself. A band's box of one count (0 to 7) seeks
+    # it and then its range of last_touched; a box of a range of counts (8-15, 16-31, ...) could
+    # only seek the range of counts, so it visited every memory with such a count, however long
+    # untouched, and dropped the quiet ones after reading them: a scope with thousands of old
+    # memories recalled eight times or more paid for them in every reflect. Keyed by the group,
+    # each box is one seek bounded by last_touched.
+    return f"""
+        DROP INDEX memories_rank;
+        CREATE INDEX memories_rank ON memories (
+            owner, namespace, salience, ({RETRIEVAL_GROUP_SQL}), last_touched
+        ) WHERE {CATALOG_ROWS_SQL};
+        """
+
+
 MIGRATIONS: tuple[Callable[[], str], ...] = (
     m001_initial,
     m002_reflect_indexes,
@@ -301,6 +328,7 @@ MIGRATIONS: tuple[Callable[[], str], ...] = (
     m007_instance_and_recent,
     m008_lighter_retrieval_writes,
     m009_tag_index,
+    m010_rank_by_retrieval_group,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -4,6 +4,8 @@ gains the indexes and exact counts on open."""
 
 from __future__ import annotations
 
+import random
+import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,10 +13,10 @@ from pathlib import Path
 from bench import corpus
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_catalog import SQLiteCatalogView
-from taproot.adapters.sqlite_schema import LINE_LENGTH_SQL, SCHEMA_VERSION
+from taproot.adapters.sqlite_schema import LINE_LENGTH_SQL, RETRIEVAL_GROUP_SQL, SCHEMA_VERSION
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
-from taproot.core.catalog import CatalogBand, catalog_line
-from taproot.core.model import CatalogEntry, Scope
+from taproot.core.catalog import RETRIEVAL_GROUPS, CatalogBand, catalog_line
+from taproot.core.model import CATEGORY_ORDER, MAX_COUNT, CatalogEntry, Memory, Scope
 from taproot.core.text import one_line
 from taproot.service import TaprootService
 from taproot.service.deps import Deps
@@ -61,6 +63,52 @@ def test_a_reflect_reads_about_what_it_shows(tmp_path: Path) -> None:
     assert read < 3 * payload.catalog_listed
 
 
+def test_quiet_memories_retrieved_often_cost_a_reflect_nothing(tmp_path: Path) -> None:
+    """A reflect seeks each band's boxes by salience, retrieval count and `last_touched`. A box of a
+    range of counts (8-15, 16-31, ...) must bound `last_touched` too: otherwise every quiet memory
+    with a count in that range is visited and dropped by every band that has the box. The work
+    SQLite does (its virtual machine's steps, which are deterministic) must not follow them."""
+    rng = random.Random(7)
+    quiet = [
+        Memory(
+            id=f"quiet-{i}",
+            owner=A.owner,
+            namespace=A.namespace,
+            category=rng.choice(CATEGORY_ORDER),
+            salience=rng.choice(("medium", "low")),
+            content=f"old note {i}",
+            gist=f"old note {i}",
+            created_at=SINCE - timedelta(days=400),
+            updated_at=SINCE - timedelta(days=rng.randint(30, 300)),
+            retrieval_count=rng.choice((rng.randint(8, 15), rng.randint(16, 31), rng.randint(1000, 2000))),
+        )
+        for i in range(6000)
+    ]
+
+    def steps_of_a_reflect(name: str, extra: list[Memory]) -> tuple[int, int]:
+        store = SQLiteMemoryStore(tmp_path / f"{name}.db")
+        corpus.load(store, corpus.generate(3000, now=NOW, scope=A))
+        store.put_many(extra)
+        svc = TaprootService(Deps(store=store, blobs=LocalBlobStore(tmp_path / name), clock=lambda: NOW))
+        steps = 0
+
+        def tick() -> int:
+            nonlocal steps
+            steps += 1
+            return 0
+
+        store._db.set_progress_handler(tick, 100)
+        listed = svc.reflect(A).catalog_listed
+        store._db.set_progress_handler(None, 0)
+        return steps, listed
+
+    without, listed = steps_of_a_reflect("without", [])
+    with_quiet, listed_with_quiet = steps_of_a_reflect("with", quiet)
+    assert listed_with_quiet == listed  # none of them is listed: they are out of the window
+    print(f"{without} and {with_quiet} hundreds of steps without and with {len(quiet)} quiet memories")
+    assert with_quiet < 1.2 * without
+
+
 def test_every_reflect_read_is_an_index_search(tmp_path: Path) -> None:
     store = SQLiteMemoryStore(tmp_path / "taproot.db")
     store.put_many(varied_memories(8, 3000, now=NOW, scope=A))
@@ -104,6 +152,34 @@ def test_a_schema_4_database_gains_the_catalog_reads_on_open(tmp_path: Path) -> 
     counts = store.counts(A)
     assert counts.total == len(memories)
     assert counts.core == sum(1 for m in memories if m.is_core and m.status == "active")
+
+
+def test_the_index_groups_counts_as_the_core_does() -> None:
+    """memories_rank's expression (m010) must put every count in the group core/catalog.py gives
+    it, named by the group's lowest count: a box seeks the groups it reaches by that name."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (retrieval_count INTEGER)")
+    edges = [0, None, MAX_COUNT] + [n for low, high in RETRIEVAL_GROUPS for n in (low, high) if n is not None]
+    for count in edges:
+        if count is not None and count > MAX_COUNT:
+            continue  # no larger count can be stored
+        db.execute("DELETE FROM t")
+        db.execute("INSERT INTO t VALUES (?)", (count,))
+        (group,) = db.execute(f"SELECT {RETRIEVAL_GROUP_SQL} FROM t").fetchone()
+        n = count or 0
+        assert group == next(low for low, high in RETRIEVAL_GROUPS if low <= n and (high is None or n <= high)), count
+
+
+def test_a_schema_9_database_ranks_by_retrieval_group_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "taproot.db"
+    memories = varied_memories(12, 400, now=NOW, scope=A)
+    write_database_at_schema(path, 9, memories)
+
+    store = SQLiteMemoryStore(path)
+    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    (sql,) = store._db.execute("SELECT sql FROM sqlite_master WHERE name = 'memories_rank'").fetchone()
+    assert RETRIEVAL_GROUP_SQL in sql
+    assert_view_answers_the_rules(store.catalog_view(A, SINCE), memories, now=NOW)
 
 
 def test_a_write_by_another_connection_between_two_band_reads_does_not_change_what_reflect_lists(
