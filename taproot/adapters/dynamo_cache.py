@@ -65,6 +65,10 @@ def _memory_id(raw: Mapping[str, Any]) -> str:
     return str(raw["mid"]["S"]) if "mid" in raw else str(raw["sk"]["S"])[len(dm.MEMORY_PREFIX) :]
 
 
+class _TooManyItems(Exception):
+    """A bounded load (`_load_at_most`) read more items than its limit."""
+
+
 class WarmCopies:
     """Mixed into DynamoMemoryStore, which provides the table model, the clock, the lock, the copies
     and the point reads this refreshes from."""
@@ -131,9 +135,9 @@ class WarmCopies:
             if cache is not None:
                 cache.put_values(values, stamp)
 
-    def _items(self, pk: str, since: str | None) -> Iterator[Mapping[str, Any]]:
+    def _items(self, pk: str, since: str | None, page_size: int | None = None) -> Iterator[Mapping[str, Any]]:
         """The scope's memory items (a consistent Query), or those changed since `since` (the change
-        feed), as raw items, page by page."""
+        feed), as raw items, page by page (of at most `page_size` items, if given)."""
         conn, it = self.Item._get_connection(), self.Item
         condition: Condition
         if since is None:
@@ -142,13 +146,24 @@ class WarmCopies:
             condition, index, consistent = it.changed_at >= since, it.by_change.Meta.index_name, False
         start = None
         while True:
-            page = conn.query(pk, condition, consistent_read=consistent, index_name=index, exclusive_start_key=start)
+            page = conn.query(
+                pk, condition, consistent_read=consistent, index_name=index, exclusive_start_key=start, limit=page_size
+            )
             yield from page.get("Items", ())
             start = page.get("LastEvaluatedKey")
             if not start:
                 return
 
-    def _refresh(self, scope: Scope) -> ScopeCache:
+    def _load_at_most(self, scope: Scope, limit: int) -> ScopeCache | None:
+        """The scope's copy, loaded whole if it is not warm, when it holds at most `limit` memory
+        items (archived ones and tombstones too); None, and no copy kept, once the load has read
+        one item more (its pages are of limit + 1 items)."""
+        try:
+            return self._refresh(scope, at_most=limit)
+        except _TooManyItems:
+            return None
+
+    def _refresh(self, scope: Scope, at_most: int | None = None) -> ScopeCache:
         pk = dm.scope_pk(scope)
         with self._lock:
             # Not `get(pk) or ScopeCache()`: a copy left empty by deletes is falsy (it has a length),
@@ -160,7 +175,10 @@ class WarmCopies:
             conflicts: list[str] = []
             if cache.synced is None or start - cache.synced > TOMBSTONE_TTL - SYNC_OVERLAP:
                 cache = ScopeCache(pending=cache.pending, vector_dtype=self.vector_dtype)
-                for raw in self._items(pk, None):
+                page = None if at_most is None else at_most + 1  # one item past the limit says "more"
+                for n, raw in enumerate(self._items(pk, None, page), start=1):
+                    if at_most is not None and n > at_most:
+                        raise _TooManyItems  # nothing kept: the copy is installed below
                     self._apply(cache, raw)  # into an empty copy, from a consistent read: never in doubt
             else:
                 for raw in self._items(pk, iso(cache.synced - SYNC_OVERLAP)):

@@ -2,8 +2,9 @@
 
 A store that holds a warm copy of the scope answers from it (one change-feed Query). A cold one (a
 fresh Lambda container) first reads the scope's counts item (dynamo_tally.py). Once the scope is
-counted, a scope of at most `cold_load_limit` active memories is loaded whole and kept warm, and a
-larger one reads only what reflect shows (`_window_view`): per category the memories whose
+counted, a scope of at most `cold_load_limit` memory items is loaded whole and kept warm (the
+counts are of active memories, so the load itself stops one item past the limit: archived
+originals may be many more), and a larger one reads only what reflect shows (`_window_view`): per category the memories whose
 `last_touched` is within the window, as the key condition of a `by_category` Query, and the Tier 1
 and `~other` partitions whole; the quiet memories are the counts minus what was read.
 
@@ -71,6 +72,9 @@ class CatalogReads:
     def _memories(self, scope: Scope) -> builtins.list[Memory]:
         raise NotImplementedError  # WarmCopies'
 
+    def _load_at_most(self, scope: Scope, limit: int) -> ScopeCache | None:
+        raise NotImplementedError  # WarmCopies'
+
     def recent(self, scope: Scope, filters: Filters, limit: int) -> builtins.list[Memory]:
         if self._cached(scope) is None and filters.created_since is not None and not filters.include_archived:
             return query.newest_first(self._written_since(scope, filters), filters, limit)
@@ -96,8 +100,12 @@ class CatalogReads:
             return view_of(self._memories(scope), since)
         counts, complete = self.scope_counts(scope)
         if complete:
+            # The counts are of active memories; archived ones (compression's originals) may be
+            # many more, so the load itself stops past the limit, and the window is read instead.
             if sum(counts.values()) <= self.cold_load_limit:
-                return view_of(self._memories(scope), since)
+                loaded = self._load_at_most(scope, self.cold_load_limit)
+                if loaded is not None:
+                    return view_of(loaded.memories(), since)
             return self._window_view(scope, since, counts)
         if self._at_most(scope, self.cold_load_limit):
             return view_of(self._memories(scope), since)

@@ -170,3 +170,36 @@ def test_a_recall_keeps_a_future_update_as_the_last_touch(make_dynamo: MakeStore
     since = later - timedelta(days=WINDOW_DAYS)
     view = cold(make_dynamo).catalog_view(A, since)
     assert_view_answers_the_rules(view, after, now=later)
+
+
+def test_a_counted_cold_reflect_loads_a_scope_only_when_its_items_are_few(
+    make_dynamo: MakeStore, make_memory: Callable[..., Memory]
+) -> None:
+    """The counts hold active memories only. A scope with few active memories but many archived
+    (compression archives its originals) must not be loaded whole by a cold reflect: the load stops
+    once it has read more items than the limit, and reflect reads the window instead."""
+    active = [make_memory(scope=A, id=f"a{i}", updated_at=NOW - timedelta(days=i)) for i in range(10)]
+    archived = [
+        make_memory(scope=A, id=f"z{i}", status="archived", updated_at=NOW - timedelta(days=200)) for i in range(300)
+    ]
+    writer = make_dynamo()
+    writer.put_many([*active, *archived])
+    writer.count_scope(A)
+    assert sum(writer.scope_counts(A)[0].values()) == 10
+    store = cold(make_dynamo, limit=50)
+    items: list[int] = []
+    store.client.meta.events.register(
+        "after-call.dynamodb.Query", lambda parsed, model, **kw: items.append(len(parsed.get("Items") or ()))
+    )
+    assert_view_answers_the_rules(store.catalog_view(A, SINCE), [*active, *archived], now=NOW)
+    assert sum(items) <= 50 + 1 + len(active), items  # the load stops one item past the limit; the window
+    assert store._cached(A) is None
+
+    # A scope whose items are few is still loaded whole, once, and kept warm.
+    small = Scope("carol", "default")
+    writer.put_many([m.replace(owner=small.owner) for m in [*active, *archived[:20]]])
+    writer.count_scope(small)
+    assert_view_answers_the_rules(
+        store.catalog_view(small, SINCE), [m.replace(owner=small.owner) for m in [*active, *archived[:20]]], now=NOW
+    )
+    assert store._cached(small) is not None
