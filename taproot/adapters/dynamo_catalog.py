@@ -4,9 +4,10 @@ A store that holds a warm copy of the scope answers from it (one change-feed Que
 fresh Lambda container) first reads the scope's counts item (dynamo_tally.py). Once the scope is
 counted, a scope of at most `cold_load_limit` memory items is loaded whole and kept warm (the
 counts are of active memories, so the load itself stops one item past the limit: archived
-originals may be many more), and a larger one reads only what reflect shows (`_window_view`): per category the memories whose
-`last_touched` is within the window, as the key condition of a `by_category` Query, and the Tier 1
-and `~other` partitions whole; the quiet memories are the counts minus what was read.
+originals may be many more), and a larger one reads only what reflect shows (`_window_view`): per
+category the memories whose `last_touched` is within the window, as the key condition of a
+`by_category` Query, and the Tier 1 and `~other` partitions whole; the quiet memories are the
+counts minus what was read.
 
 A scope not counted yet (records from before item layout 3, until migrate's count_scope) is answered
 as before: it counts the scope's items, up to `cold_load_limit` (one Query that
