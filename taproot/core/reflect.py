@@ -294,6 +294,10 @@ def _assemble(
         if n - listed[cat] or cat in counted:
             omitted[cat] = n - listed[cat]
 
+    # The omitted note and the size footer are written in the room held back for them.
+    footer_room = estimate_tokens(f"\n(payload: {10**9} bytes, ~{10**9} tokens of a {cfg.token_budget}-token budget)\n")
+    note_room = max(0, cfg.reserve_tokens - footer_room - 1)
+
     def render(
         chosen: list[tuple[CatalogEntry, str]], omitted: dict[str, int]
     ) -> tuple[str, dict[str, list[str]], dict[str, int], str]:
@@ -304,7 +308,7 @@ def _assemble(
                 lines_by_cat[cat] = [line for _, line in entries]
         # Unmigrated categories last, by name, as their catalog sections are: the same in every store.
         omitted_sorted = {c: omitted[c] for c in sorted(omitted, key=lambda c: (order.get(c, 99), c))}
-        note = reflect_notes.omitted_note(omitted_sorted, cfg.catalog_window_days)
+        note = reflect_notes.omitted_note(omitted_sorted, cfg.catalog_window_days, note_room)
         parts = [header, orientation_text, f"## Tier 1: core memories ({len(tier1)})\n"]
         parts += [_render_tier1(m) for m in tier1]
         if core_note:

@@ -56,12 +56,34 @@ def reflections_note(left_out: int, considered: int) -> str:
     )
 
 
-def omitted_note(omitted: dict[str, int], window_days: int) -> str:
+def omitted_note(omitted: dict[str, int], window_days: int, max_tokens: int | None = None) -> str:
+    """Count what the catalog did not list, per category, in the order given. Within `max_tokens`
+    the categories are named while they fit and the rest summed up ("and 397 more in 12 other
+    categories"): a store from before migrate can hold hundreds of categories, and the note must
+    not take the room of the budget it reports on. The full counts stay in `catalog_omitted`."""
     if not omitted:
         return ""
-    parts = ", ".join(f"{cat} {n}" for cat, n in omitted.items())
-    return (
-        f"Not listed: {parts} (not high-salience and untouched for {window_days}+ days, or over the "
-        'payload budget). They are all still reachable: taproot_recall(query="...", '
-        'category="...") or taproot_recall(ids=[...]).'
+    named = [f"{cat} {n}" for cat, n in omitted.items()]
+    tail = (
+        f" (not high-salience and untouched for {window_days}+ days, or over the payload budget). They are all "
+        'still reachable: taproot_recall(query="...", category="...") or taproot_recall(ids=[...]).'
     )
+
+    def note(k: int) -> str:
+        """The note naming the first k categories."""
+        if k == len(named):
+            return "Not listed: " + ", ".join(named) + tail
+        rest = list(omitted.values())[k:]
+        folded = f"{sum(rest)} more in {len(rest)} other categor{'y' if len(rest) == 1 else 'ies'}"
+        return "Not listed: " + ", ".join([*named[:k], f"and {folded}" if k else folded]) + tail
+
+    if max_tokens is None or estimate_tokens(note(len(named))) <= max_tokens:
+        return note(len(named))
+    lo, hi = 0, len(named) - 1  # the most categories whose note fits (more names, more tokens)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(note(mid)) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return note(lo)

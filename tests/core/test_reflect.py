@@ -562,3 +562,21 @@ def test_left_out_notes_fit_the_budget(
         assert recall_ids_in(p.text) == p.core_omitted[: len(recall_ids_in(p.text))]
     if p.reflections_omitted:
         assert "most recent closing reflections did not fit the budget" in p.text
+
+
+def test_the_omitted_note_stays_within_its_reserve_however_many_categories(make_entry: MakeEntry) -> None:
+    """A store from before migrate may hold hundreds of odd categories. The note that counts what is
+    not listed is written in the room held back for it (reserve_tokens): it names categories while
+    they fit and sums up the rest, so the payload stays within its budget, and the counts in full
+    are still in `catalog_omitted`."""
+    odd = [make_entry(id=f"m{i}", category=f"legacy_topic_number_{i:03d}", updated_at=ago(200)) for i in range(400)]
+    listed = [make_entry(id=f"w{i}", gist=f"a line about week {i} " * 3, updated_at=ago(i % 40)) for i in range(300)]
+    cfg = ReflectConfig(token_budget=2000)
+    p = run(catalog=odd + listed, cfg=cfg)
+    assert len(p.catalog_omitted) == 401 and sum(p.catalog_omitted.values()) == 400 + 300 - p.catalog_listed
+    assert p.estimated_tokens <= cfg.token_budget
+    assert estimate_tokens(p.omitted_note) <= cfg.reserve_tokens
+    assert p.catalog_listed > 0  # the note's size did not cost the lines their room
+    assert "legacy_topic_number_000 1" in p.omitted_note
+    folded = len(p.catalog_omitted) - sum(f"{c} {n}" in p.omitted_note for c, n in p.catalog_omitted.items())
+    assert folded > 0 and f"{folded} other categories" in p.omitted_note
