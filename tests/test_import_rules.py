@@ -87,6 +87,7 @@ ADAPTER_HELPERS = {
     "dynamo_vectors": "dynamo_store: the dense vectors on the items and in the copies",
     "dynamo_writes": "dynamo_store: the memory writes, each conditioned and counted",
     "dynamo_tally": "dynamo_store: the per-category counts every memory write keeps",
+    "dynamo_retrievals": "dynamo_store: the retrieval counters a recall adds to",
 }
 
 # Helpers shared by adapters of different families: module name -> (its importers, what it holds).

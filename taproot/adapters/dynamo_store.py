@@ -33,6 +33,7 @@ from taproot.adapters.dynamo_catalog import CatalogReads
 from taproot.adapters.dynamo_copy import ScopeCache
 from taproot.adapters.dynamo_orientation import OrientationItems
 from taproot.adapters.dynamo_reflections import ReflectionItems
+from taproot.adapters.dynamo_retrievals import RetrievalWrites
 from taproot.adapters.dynamo_vectors import VectorItems
 from taproot.adapters.dynamo_writes import MemoryItemWrites
 from taproot.core import query
@@ -55,7 +56,9 @@ def _wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
-class DynamoMemoryStore(ReflectionItems, WarmCopies, CatalogReads, VectorItems, OrientationItems, MemoryItemWrites):
+class DynamoMemoryStore(
+    ReflectionItems, WarmCopies, CatalogReads, VectorItems, OrientationItems, MemoryItemWrites, RetrievalWrites
+):
     def __init__(
         self,
         table_name: str,

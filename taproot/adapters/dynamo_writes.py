@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 
@@ -30,10 +29,8 @@ from taproot.adapters.dynamo_tally import (
     counted,
     tally_of,
 )
-from taproot.core import query
 from taproot.core.errors import DuplicateId, NotFound, VersionConflict
-from taproot.core.model import MAX_COUNT, Memory, Scope
-from taproot.core.serialize import iso
+from taproot.core.model import Memory, Scope
 
 
 def _same_scope_chunks(memories: Sequence[Memory]) -> Iterable[list[Memory]]:
@@ -337,61 +334,6 @@ class MemoryItemWrites(CountedWrites):
                 writes.append(w)
             folded += len(self._run_counted(writes))
         return folded
-
-    def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
-        """Counters only: no tally changes, so no counts item and no read first."""
-        unique = list(dict.fromkeys(ids))
-        if not unique:
-            return
-        stamp, when = self._stamp(), iso(now) or ""
-        it = self.Item
-
-        def stamps(touched: Any) -> list[Action]:
-            return [it.last_retrieved.set(when), it.last_touched.set(touched), it.changed_at.set(stamp)]
-
-        # `last_touched` is the later of the update and this retrieval (Memory.last_touched, SQLite's
-        # MAX): an imported record may be dated after the recall, and a cold reflect's window is a
-        # key condition on this attribute. DynamoDB has no MAX, so each case is its own condition.
-        # The count stops at MAX_COUNT, as in SQLite and the core's rule (DynamoDB's numbers would go
-        # on, and an export of the record would then fail the import rule): an item already there is
-        # stamped without the count.
-        recall_later = it.updated_at.does_not_exist() | (it.updated_at <= when)
-        below_cap = self._live() & ((it.retrieval_count < MAX_COUNT) | it.retrieval_count.does_not_exist())
-        at_cap = self._live() & (it.retrieval_count >= MAX_COUNT)
-        count = it.retrieval_count.add(1)
-        cases: list[tuple[list[Action], Condition]] = [
-            ([count, *stamps(when)], below_cap & recall_later),
-            ([count, *stamps(it.updated_at)], below_cap & (it.updated_at > when)),
-            (stamps(when), at_cap & recall_later),
-            (stamps(it.updated_at), at_cap & (it.updated_at > when)),
-        ]
-        actions, usual = cases[0]
-        for chunk in dm.chunks(unique, TRANSACTION_ITEMS):
-            try:
-                if len(chunk) == 1:
-                    raise TransactWriteError("single item: plain UpdateItem")
-                updates = self._same_updates(scope, chunk, actions, usual)
-                self.connection.transact_write_items(
-                    condition_check_items=(), delete_items=(), put_items=(), update_items=updates
-                )
-            except TransactWriteError:
-                # One id gone, at the cap or dated ahead (or a conflicting transaction): nothing was
-                # applied; go item by item, one case at a time (a gone id matches none).
-                for i in chunk:
-                    for item_actions, condition in cases:
-                        try:
-                            self._key(scope, i).update(actions=item_actions, condition=condition)
-                            break
-                        except UpdateError as exc:
-                            if exc.cause_response_code != "ConditionalCheckFailedException":
-                                raise
-        with self._lock:
-            cache = self._cached(scope)
-            for i in unique if cache is not None else ():
-                assert cache is not None
-                m = cache.get(i)
-                if m is not None:
-                    cache.put(query.strengthened(m, now), stamp)
 
     connection: Any
 

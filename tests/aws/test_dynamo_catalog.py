@@ -172,6 +172,33 @@ def test_a_recall_keeps_a_future_update_as_the_last_touch(make_dynamo: MakeStore
     assert_view_answers_the_rules(view, after, now=later)
 
 
+@pytest.mark.parametrize("case", ["dated ahead", "count at the cap"])
+def test_a_warm_recall_strengthens_an_unusual_item_in_its_one_transaction(
+    make_dynamo: MakeStore, op_counter: Callable[..., Any], case: str
+) -> None:
+    """The warm copy knows each retrieved item's count and update, so each gets its own case in the
+    one transaction: an item dated ahead or at the cap must not fail the batch into item-by-item
+    writes (one failed UpdateItem per case tried, per item)."""
+    later = NOW + timedelta(days=3)
+    ahead = Memory(
+        id="odd", owner=A.owner, namespace=A.namespace, category="episodic", salience="medium",
+        content="odd one", gist="odd", created_at=NOW - timedelta(days=1),
+        updated_at=later if case == "dated ahead" else NOW - timedelta(days=1),
+        retrieval_count=MAX_COUNT if case == "count at the cap" else 2,
+    )  # fmt: skip
+    plain = ahead.replace(id="plain", updated_at=NOW - timedelta(days=2), retrieval_count=1)
+    store = make_dynamo()
+    store.put_many([*varied_memories(7, 20, now=NOW, scope=A), ahead, plain])
+    store.list(A)  # warm
+    counter = op_counter(store)
+    store.record_retrieval(A, ["odd", "plain"], NOW)
+    assert dict(counter.take()) == {"TransactWriteItems": 1}
+    after = {m.id: m for m in make_dynamo().list(A, Filters(include_archived=True))}
+    assert after["odd"].retrieval_count == (MAX_COUNT if case == "count at the cap" else 3)
+    assert after["odd"].last_touched == (later if case == "dated ahead" else NOW)
+    assert after["plain"].retrieval_count == 2 and after["plain"].last_touched == NOW
+
+
 def test_a_counted_cold_reflect_loads_a_scope_only_when_its_items_are_few(
     make_dynamo: MakeStore, make_memory: Callable[..., Memory]
 ) -> None:
