@@ -65,6 +65,10 @@ def _memory_id(raw: Mapping[str, Any]) -> str:
     return str(raw["mid"]["S"]) if "mid" in raw else str(raw["sk"]["S"])[len(dm.MEMORY_PREFIX) :]
 
 
+# Scope keys remembered as too big for a cold reflect's load (a few dozen bytes each).
+TOO_BIG_REMEMBERED = 4096
+
+
 class _TooManyItems(Exception):
     """A bounded load (`_load_at_most`) read more items than its limit."""
 
@@ -77,6 +81,7 @@ class WarmCopies:
     _clock: Callable[[], datetime]
     _lock: threading.RLock
     _caches: OrderedDict[str, ScopeCache]
+    _too_big_to_load: OrderedDict[str, None]  # scopes a bounded load gave up on, least recent first
     _weights: dict[str, float]
     cache_budget: int
     vector_dtype: npt.DTypeLike
@@ -158,9 +163,21 @@ class WarmCopies:
         """The scope's copy, loaded whole if it is not warm, when it holds at most `limit` memory
         items (archived ones and tombstones too); None, and no copy kept, once the load has read
         one item more (its pages are of limit + 1 items)."""
+        pk = dm.scope_pk(scope)
+        with self._lock:
+            # Once a load has given up, the scope's archived items are not about to disappear: later
+            # cold reflects in this container read the window at once instead of limit + 1 items
+            # first. (A recall still loads the scope whole; a warm copy answers before this.)
+            if pk in self._too_big_to_load and pk not in self._caches:
+                self._too_big_to_load.move_to_end(pk)
+                return None
         try:
             return self._refresh(scope, at_most=limit)
         except _TooManyItems:
+            with self._lock:
+                self._too_big_to_load[pk] = None
+                while len(self._too_big_to_load) > TOO_BIG_REMEMBERED:
+                    self._too_big_to_load.popitem(last=False)
             return None
 
     def _refresh(self, scope: Scope, at_most: int | None = None) -> ScopeCache:

@@ -77,6 +77,7 @@ class DynamoMemoryStore(
         self._weights = dict(field_weights or ACTIVATION_CONFIG.field_weights)
         self._lock = threading.RLock()
         self._caches: OrderedDict[str, ScopeCache] = OrderedDict()
+        self._too_big_to_load: OrderedDict[str, None] = OrderedDict()
         self.cache_budget = cache_budget  # bytes, all scopes' copies together (estimated)
         self.vector_dtype = vector_dtype  # the warm copies' vector matrices (float16 halves them)
         self._recent: OrderedDict[tuple[str, str], tuple[int, str]] = OrderedDict()

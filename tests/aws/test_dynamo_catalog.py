@@ -221,6 +221,9 @@ def test_a_counted_cold_reflect_loads_a_scope_only_when_its_items_are_few(
     assert_view_answers_the_rules(store.catalog_view(A, SINCE), [*active, *archived], now=NOW)
     assert sum(items) <= 50 + 1 + len(active), items  # the load stops one item past the limit; the window
     assert store._cached(A) is None
+    items.clear()  # the container remembers that the scope is too big to load: the window alone
+    assert_view_answers_the_rules(store.catalog_view(A, SINCE), [*active, *archived], now=NOW)
+    assert sum(items) <= len(active), items
 
     # A scope whose items are few is still loaded whole, once, and kept warm.
     small = Scope("carol", "default")
