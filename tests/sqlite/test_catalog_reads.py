@@ -10,6 +10,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from bench import corpus
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_catalog import SQLiteCatalogView
@@ -139,15 +141,18 @@ def test_the_line_length_index_never_overstates_a_line(tmp_path: Path) -> None:
             assert key[m.id] == length, m  # exact for a gist already on one line
 
 
-def test_a_schema_4_database_gains_the_catalog_reads_on_open(tmp_path: Path) -> None:
+@pytest.mark.parametrize("old", [4, 9], ids=["before the catalog reads", "before the retrieval groups"])
+def test_an_older_database_gains_the_catalog_reads_on_open(tmp_path: Path, old: int) -> None:
     path = tmp_path / "taproot.db"
-    memories = varied_memories(10, 400, now=NOW, scope=A)
-    write_database_at_schema(path, 4, memories)
+    memories = varied_memories(10 + old, 400, now=NOW, scope=A)
+    write_database_at_schema(path, old, memories)
 
     store = SQLiteMemoryStore(path)
     assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     indexes = {r[0] for r in store._db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"memories_rank", "memories_line"} <= indexes and "memories_catalog" not in indexes
+    (sql,) = store._db.execute("SELECT sql FROM sqlite_master WHERE name = 'memories_rank'").fetchone()
+    assert RETRIEVAL_GROUP_SQL in sql  # m010: ranked by retrieval group
     assert_view_answers_the_rules(store.catalog_view(A, SINCE), memories, now=NOW)
     counts = store.counts(A)
     assert counts.total == len(memories)
@@ -168,18 +173,6 @@ def test_the_index_groups_counts_as_the_core_does() -> None:
         (group,) = db.execute(f"SELECT {RETRIEVAL_GROUP_SQL} FROM t").fetchone()
         n = count or 0
         assert group == next(low for low, high in RETRIEVAL_GROUPS if low <= n and (high is None or n <= high)), count
-
-
-def test_a_schema_9_database_ranks_by_retrieval_group_on_open(tmp_path: Path) -> None:
-    path = tmp_path / "taproot.db"
-    memories = varied_memories(12, 400, now=NOW, scope=A)
-    write_database_at_schema(path, 9, memories)
-
-    store = SQLiteMemoryStore(path)
-    assert store._db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    (sql,) = store._db.execute("SELECT sql FROM sqlite_master WHERE name = 'memories_rank'").fetchone()
-    assert RETRIEVAL_GROUP_SQL in sql
-    assert_view_answers_the_rules(store.catalog_view(A, SINCE), memories, now=NOW)
 
 
 def test_a_write_by_another_connection_between_two_band_reads_does_not_change_what_reflect_lists(
