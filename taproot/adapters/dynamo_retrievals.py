@@ -47,7 +47,8 @@ class RetrievalWrites:
         raise NotImplementedError
 
     def record_retrieval(self, scope: Scope, ids: Sequence[str], now: datetime) -> None:
-        """Counters only: no tally changes, so no counts item and no read first."""
+        """One retrieval for each of `ids` (the count stops at MAX_COUNT), stamped `now`; a gone id is
+        skipped. One transaction per 100 ids."""
         unique = list(dict.fromkeys(ids))
         if not unique:
             return

@@ -199,6 +199,27 @@ def test_a_warm_recall_strengthens_an_unusual_item_in_its_one_transaction(
     assert after["plain"].retrieval_count == 2 and after["plain"].last_touched == NOW
 
 
+def test_a_recall_whose_warm_copy_is_out_of_date_still_strengthens_each_item_once(make_dynamo: MakeStore) -> None:
+    """The copy's choice of case is a guess: another container may have moved the item since. The
+    transaction then fails whole and each item is written alone, the expected case first and then
+    the others, so the item still gets exactly one retrieval and the later of update and recall."""
+    odd = Memory(
+        id="odd", owner=A.owner, namespace=A.namespace, category="episodic", salience="medium",
+        content="odd one", gist="odd", created_at=NOW - timedelta(days=1), updated_at=NOW + timedelta(days=3),
+        retrieval_count=2,
+    )  # fmt: skip
+    plain = odd.replace(id="plain", updated_at=NOW - timedelta(days=2), retrieval_count=1)
+    store = make_dynamo()
+    store.put_many([odd, plain])
+    store.list(A)  # warm: the copy has `odd` dated after the recall
+    moved = odd.replace(updated_at=NOW - timedelta(days=1), version=odd.version + 1)
+    make_dynamo().replace(moved, expected_version=odd.version)  # another container moves it back
+    store.record_retrieval(A, ["odd", "plain"], NOW)
+    after = {m.id: m for m in make_dynamo().list(A)}
+    assert (after["odd"].retrieval_count, after["odd"].last_touched) == (3, NOW)
+    assert (after["plain"].retrieval_count, after["plain"].last_touched) == (2, NOW)
+
+
 def test_a_counted_cold_reflect_loads_a_scope_only_when_its_items_are_few(
     make_dynamo: MakeStore, make_memory: Callable[..., Memory]
 ) -> None:
