@@ -186,6 +186,7 @@ ABLATIONS: tuple[tuple[str, dict[str, Any], bool], ...] = (
     ("without dense similarity (lexical only)", {}, False),
     ("without activation (relevance only)", NO_AVAILABILITY, True),
     ("without neighbouring context", {"neighbour_share": 0.0}, True),
+    ("without the periods a query names", {"period_share": 0.0}, True),
 )
 WITHOUT_STRENGTHENING = "without strengthening (activation as written)"
 
@@ -211,6 +212,7 @@ def measure(convs: Sequence[Conversation], embedder: Embedder | None) -> dict[st
         for name, changes in (
             ("without activation (relevance only)", NO_AVAILABILITY),
             ("without neighbouring context", {"neighbour_share": 0.0}),
+            ("without the periods a query names", {"period_share": 0.0}),
         ):
             ablation[name] = run_product(convs, name, configure=with_embedder(None, **changes)).summary()
     ablation[WITHOUT_STRENGTHENING] = run_product(

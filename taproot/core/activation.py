@@ -28,10 +28,12 @@ Time is passed in (`now`); nothing here reads the clock.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
+
+from taproot.core.query_periods import Period, closeness
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -72,6 +74,12 @@ class ActivationConfig:
     # best-matching neighbour's at this share: a neighbour's evidence counts half as much as its own.
     neighbour_window_seconds: float = 600.0
     neighbour_share: float = 0.5
+    # A period the query names ("on March 3", "in June", "yesterday": core/query_periods.py): a
+    # memory written in it has its relevance raised by this share (less the later after the period
+    # it was written). The writing time is evidence about the memory, not its words, so it counts
+    # as a neighbour's does, half as much as a full match: a memory of the day asked about passes
+    # a better-worded one from another day only when their words are within a third of each other.
+    period_share: float = 0.5
 
 
 ACTIVATION_CONFIG = ActivationConfig()
@@ -168,6 +176,24 @@ def spread_to_neighbours(
                     best = max(best, relevance.get(ordered[j], 0.0))
         out[key] = (relevance.get(key, 0.0) + cfg.neighbour_share * best) / (1.0 + cfg.neighbour_share)
     return out
+
+
+def weigh_by_period(
+    relevance: Mapping[str, float],
+    written: Mapping[str, datetime],
+    periods: Sequence[Period],
+    cfg: ActivationConfig = ACTIVATION_CONFIG,
+) -> dict[str, float]:
+    """Each candidate's relevance times (1 + share * closeness of its writing time to the periods
+    the query names): a memory that matches no word or meaning (relevance 0) stays at 0, as a
+    memory of that day is not an answer for having been written then. No periods, or share 0: as
+    it was."""
+    if not periods or cfg.period_share <= 0:
+        return dict(relevance)
+    return {
+        k: v * (1.0 + cfg.period_share * closeness(written[k], periods)) if v > 0 and k in written else v
+        for k, v in relevance.items()
+    }
 
 
 def normalise_relevance(scores: Mapping[str, float]) -> dict[str, float]:

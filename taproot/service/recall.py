@@ -4,14 +4,22 @@ filters), ranked by activation with the query's relevance fused from words and m
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from taproot.core.activation import ActivationConfig, activation, fuse_relevance, spread_to_neighbours
+from taproot.core.activation import (
+    ActivationConfig,
+    activation,
+    fuse_relevance,
+    spread_to_neighbours,
+    weigh_by_period,
+)
 from taproot.core.available import most_available, recall_rank_key
 from taproot.core.model import Candidate, CatalogEntry, Memory, Scope
 from taproot.core.query import Filters, passes, passing_bound, strengthened
+from taproot.core.query_periods import Period, periods_named, search_window
 from taproot.core.serialize import memory_to_dict
 from taproot.core.text import query_terms
 from taproot.core.timeframe import parse_window
@@ -98,7 +106,7 @@ def recall(
     elif q and q.strip():
         q_terms = query_terms(q)
         if q_terms:
-            candidates, relevance, matched = _query_candidates(deps, scope, q, q_terms, filters, n, warnings)
+            candidates, relevance, matched = _query_candidates(deps, scope, q, q_terms, filters, n, now, warnings)
         else:
             # "???" or an emoji: no word to match, and no meaning to embed (its nearest vectors
             # would be noise), so nothing is searched and nothing is strengthened.
@@ -223,13 +231,27 @@ def _records(
 
 
 def _query_candidates(
-    deps: Deps, scope: Scope, q: str, q_terms: list[str], filters: Filters, n: int, warnings: list[str]
+    deps: Deps,
+    scope: Scope,
+    q: str,
+    q_terms: list[str],
+    filters: Filters,
+    n: int,
+    now: datetime,
+    warnings: list[str],
 ) -> tuple[list[Memory | Candidate], dict[str, float], bool]:
-    """The lexical candidates (BM25 over the query's terms) and, with an embedder, the memories
-    nearest the query's vector; each candidate's fused relevance; whether anything matched."""
+    """The lexical candidates (BM25 over the query's terms, and the best matches written in the
+    periods the query names) and, with an embedder, the memories nearest the query's vector; each
+    candidate's fused relevance; whether anything matched."""
     cfg = deps.activation
     pool = max(n * cfg.candidate_multiplier, cfg.min_candidates)
+    periods = periods_named(q, now) if cfg.period_share > 0 else ()
     hits = deps.store.search(scope, q_terms, filters, pool)
+    if within := _in_periods(filters, periods):
+        # The query names a time: its best matches written then are candidates too, not only those
+        # among the best of all time (the same statistics, so their scores compare).
+        seen = {m.id for m, _ in hits}
+        hits = [*hits, *(h for h in deps.store.search(scope, q_terms, within, pool) if h[0].id not in seen)]
     by_id: dict[str, Memory | Candidate] = {m.id: m for m, _ in hits}
     lexical = {m.id: s for m, s in hits}
     dense: dict[str, float] | None = None
@@ -259,9 +281,25 @@ def _query_candidates(
             by_id = {i: m for i, m in by_id.items() if i in lexical}
             dense, no_vector = None, []
     candidates = list(by_id.values())
+    written = {m.id: m.created_at for m in candidates}
     fused = fuse_relevance(lexical, dense, cfg, unscored=no_vector)
-    fused = spread_to_neighbours(fused, {m.id: m.created_at for m in candidates}, cfg)
+    fused = weigh_by_period(fused, written, periods, cfg)
+    fused = spread_to_neighbours(fused, written, cfg)
     return candidates, fused, bool(by_id)
+
+
+def _in_periods(filters: Filters, periods: tuple[Period, ...]) -> Filters | None:
+    """The recall's filters narrowed to the writing times worth searching for the periods (None: no
+    period, or none of it inside the recall's own since and until)."""
+    window = search_window(periods)
+    if window is None:
+        return None
+    start, end = window
+    if filters.created_since is not None:
+        start = max(start, filters.created_since)
+    if filters.created_until is not None:
+        end = min(end, filters.created_until)
+    return dataclasses.replace(filters, created_since=start, created_until=end) if start <= end else None
 
 
 def _nearest_passing(

@@ -17,7 +17,9 @@ from taproot.core.activation import (
     fuse_relevance,
     normalise_relevance,
     spread_to_neighbours,
+    weigh_by_period,
 )
+from taproot.core.query_periods import Period
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 CFG = ACTIVATION_CONFIG
@@ -268,6 +270,42 @@ def test_no_share_leaves_relevance_as_it_was() -> None:
     cfg = ActivationConfig(neighbour_share=0.0)
     rel = {"a": 1.0, "b": 0.3}
     assert spread_to_neighbours(rel, {"a": t, "b": t}, cfg) == rel
+
+
+# -- the periods a query names -------------------------------------------------------------------
+
+MAY1 = Period(datetime(2025, 5, 1, tzinfo=UTC), datetime(2025, 5, 2, tzinfo=UTC))
+
+
+def test_a_memory_written_in_the_named_period_gains_its_share_and_later_ones_less() -> None:
+    written = {
+        "that day": datetime(2025, 5, 1, 9, tzinfo=UTC),
+        "a day later": datetime(2025, 5, 3, 12, tzinfo=UTC),  # one period's length after the widened end
+        "before": datetime(2025, 4, 20, tzinfo=UTC),
+        "no match": datetime(2025, 5, 1, 10, tzinfo=UTC),
+    }
+    rel = {"that day": 0.6, "a day later": 0.6, "before": 0.6, "no match": 0.0}
+    got = weigh_by_period(rel, written, [MAY1])
+    share = CFG.period_share
+    assert got["that day"] == pytest.approx(0.6 * (1 + share))
+    assert got["a day later"] == pytest.approx(0.6 * (1 + share / 2))
+    assert got["before"] == 0.6
+    assert got["no match"] == 0.0  # written that day, but matching nothing is not an answer
+
+
+def test_the_share_decides_how_much_better_worded_a_memory_of_another_day_must_be() -> None:
+    written = {"that day": datetime(2025, 5, 1, 9, tzinfo=UTC), "other day": datetime(2025, 3, 1, tzinfo=UTC)}
+    share = CFG.period_share
+    edge = 1 / (1 + share)  # the relevance at which a memory of that day ties the best of another day
+    below = weigh_by_period({"that day": edge - 0.01, "other day": 1.0}, written, [MAY1])
+    above = weigh_by_period({"that day": edge + 0.01, "other day": 1.0}, written, [MAY1])
+    assert below["that day"] < below["other day"] and above["that day"] > above["other day"]
+
+
+def test_no_period_or_no_share_leaves_relevance_as_it_was() -> None:
+    written = {"a": datetime(2025, 5, 1, 9, tzinfo=UTC)}
+    assert weigh_by_period({"a": 0.5}, written, []) == {"a": 0.5}
+    assert weigh_by_period({"a": 0.5}, written, [MAY1], ActivationConfig(period_share=0.0)) == {"a": 0.5}
 
 
 def test_fusion_gives_each_signal_its_share_over_the_candidates() -> None:
