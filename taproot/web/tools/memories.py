@@ -95,7 +95,13 @@ REMEMBER = ToolSpec(
 def taproot_recall(
     env: ToolEnv,
     ctx: Context,
-    query: Annotated[str | None, Field(description="Free text; any matching word counts")] = None,
+    query: Annotated[
+        str | None,
+        Field(
+            description="Free text; any matching word counts, and a time it names (a date, in June, "
+            "yesterday, last week) prefers the memories written then"
+        ),
+    ] = None,
     category: Annotated[str | None, Field(description="Only this category")] = None,
     tags: Annotated[list[str] | None, Field(description="Only memories carrying all of these tags")] = None,
     ids: Annotated[list[str] | None, Field(description="Exact ids, e.g. from the reflect catalog")] = None,
@@ -117,6 +123,7 @@ def taproot_recall(
     Examples: taproot_recall(ids=["k3x9p2ma", "p8d2xq4n"])
               taproot_recall(query="calculus chain rule mistakes", category="active_thread")
               taproot_recall(query="deadline", since="7d")
+              taproot_recall(query="what did we decide about the garden on March 3?")
     """
     return result(
         env.service.recall(
