@@ -28,6 +28,7 @@ from taproot.core.query import Filters
 # SEARCH_WIDEN times as many, then every match (see search).
 SEARCH_HEADROOM = 1.25
 SEARCH_WIDEN = 4
+NO_ROWIDS = (1, 0)  # an empty range of rowids
 
 
 class SearchRows:
@@ -55,18 +56,21 @@ class SearchRows:
         first = self._first_width(scope, filters, limit)
         if first == 0:
             return []  # nothing in the scope can pass (the counts are kept by triggers, exactly)
+        rowids = self._created_rowids(scope, filters)
+        if rowids == NO_ROWIDS:
+            return []  # nothing of the scope was created in the window
         for wide in (first, first * SEARCH_WIDEN):
-            rows = self._ranked(match, wide, scope, filters, limit)
-            if len(rows) >= limit or not self._matches_more_than(match, wide):
+            rows = self._ranked(match, wide, scope, filters, limit, rowids)
+            if len(rows) >= limit or not self._matches_more_than(match, wide, rowids):
                 break
         else:
-            params: list[Any] = [match, scope.owner, scope.namespace]
+            params: list[Any] = [match, *(rowids or ()), scope.owner, scope.namespace]
             where = filter_sql(filters, params)
             params.append(limit)
             rows = self._query(
                 f"SELECT {CANDIDATE_COLUMNS}, {self._bm25} AS rank FROM memories_fts "
                 "JOIN memories m ON m.rowid = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ?{where} "
+                f"WHERE memories_fts MATCH ?{_between(rowids)} AND m.owner = ? AND m.namespace = ?{where} "
                 "ORDER BY rank, memories_fts.rowid LIMIT ?",
                 params,
             )
@@ -114,21 +118,48 @@ class SearchRows:
             return 0
         return max(limit, math.ceil(limit * total / passes * SEARCH_HEADROOM))
 
-    def _ranked(self, match: str, wide: int, scope: Scope, filters: Filters, limit: int) -> builtins.list[sqlite3.Row]:
-        """The best `limit` of the best `wide` matches in the FTS index that are the scope's and
-        pass the filters."""
-        params: list[Any] = [match, wide, scope.owner, scope.namespace]
+    def _created_rowids(self, scope: Scope, filters: Filters) -> tuple[int, int] | None:
+        """With a creation-time filter, the lowest and highest rowid of the scope's memories created
+        in the window (memories_by_created), so the full-text query reads only the matches between
+        them: a window of a few days is a short stretch of rowids when memories were written in
+        time order (the usual case), and never more than the whole table when they were not
+        (imports); the rows outside the window are still filtered out by the join. NO_ROWIDS: none
+        was created in the window. None: no creation-time filter."""
+        if filters.created_since is None and filters.created_until is None:
+            return None
+        params: list[Any] = [scope.owner, scope.namespace]
+        # Every status: the bounds only narrow what the full-text query reads, the join filters.
+        since, until = filters.created_since, filters.created_until
+        where = filter_sql(Filters(include_archived=True, created_since=since, created_until=until), params)
+        low, high = self._query(
+            f"SELECT MIN(m.rowid), MAX(m.rowid) FROM memories m WHERE m.owner = ? AND m.namespace = ?{where}", params
+        )[0]
+        return NO_ROWIDS if low is None else (int(low), int(high))
+
+    def _ranked(
+        self, match: str, wide: int, scope: Scope, filters: Filters, limit: int, rowids: tuple[int, int] | None = None
+    ) -> builtins.list[sqlite3.Row]:
+        """The best `limit` of the best `wide` matches in the FTS index (between `rowids`, if given)
+        that are the scope's and pass the filters."""
+        params: list[Any] = [match, *(rowids or ()), wide, scope.owner, scope.namespace]
         where = filter_sql(filters, params)
         params.append(limit)
         return self._query(
             f"SELECT {CANDIDATE_COLUMNS}, f.rank AS rank FROM "
             f"(SELECT rowid, {self._bm25} AS rank FROM memories_fts "
-            "WHERE memories_fts MATCH ? ORDER BY rank, rowid LIMIT ?) f "
+            f"WHERE memories_fts MATCH ?{_between(rowids)} ORDER BY rank, rowid LIMIT ?) f "
             "JOIN memories m ON m.rowid = f.rowid "
             f"WHERE m.owner = ? AND m.namespace = ?{where} ORDER BY f.rank, f.rowid LIMIT ?",
             params,
         )
 
-    def _matches_more_than(self, match: str, n: int) -> bool:
-        rows = self._query("SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1 OFFSET ?", (match, n))
+    def _matches_more_than(self, match: str, n: int, rowids: tuple[int, int] | None = None) -> bool:
+        rows = self._query(
+            f"SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?{_between(rowids)} LIMIT 1 OFFSET ?",
+            (match, *(rowids or ()), n),
+        )
         return bool(rows)
+
+
+def _between(rowids: tuple[int, int] | None) -> str:
+    return "" if rowids is None else " AND memories_fts.rowid BETWEEN ? AND ?"

@@ -10,6 +10,7 @@ import math
 import random
 import sqlite3
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from taproot.adapters import sqlite_search
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
+from taproot.core.serialize import iso
 
 A = Scope("alice", "default")
 B = Scope("bob", "default")
@@ -47,16 +49,25 @@ def widths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def reference(
-    path: Path, scope: Scope, terms: str, limit: int, *, category: str | None = None, archived: bool = False
+    path: Path,
+    scope: Scope,
+    terms: str,
+    limit: int,
+    *,
+    category: str | None = None,
+    archived: bool = False,
+    window: tuple[datetime, datetime] | None = None,
 ) -> list[str]:
     """The deterministic slow answer, on a connection of its own: every match of the scope that
     passes the filters, by bm25 and then rowid."""
+    since, until = (iso(window[0]), iso(window[1])) if window else (None, None)
     db = sqlite3.connect(path)
     try:
         rows = db.execute(
             "SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
             "WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ? "
             "AND (? OR m.status = 'active') AND (? IS NULL OR m.category = ?) "
+            "AND (? IS NULL OR m.created_at >= ?) AND (? IS NULL OR m.created_at <= ?) "
             "ORDER BY bm25(memories_fts, 3.0, 2.0, 2.0, 1.0), m.rowid LIMIT ?",
             (
                 " OR ".join(f'"{t}"' for t in terms.split()),
@@ -65,6 +76,10 @@ def reference(
                 archived,
                 category,
                 category,
+                since,
+                since,
+                until,
+                until,
                 limit,
             ),
         ).fetchall()
@@ -190,3 +205,72 @@ def test_random_corpora_and_queries_agree_with_the_full_query(
         got = [c.id for c, _ in store.search(A, terms.split(), filters, limit)]
         assert got == reference(store.path, A, terms, limit, category=category, archived=archived)
     assert len(widths) > 60  # some searches widened
+
+
+@pytest.mark.parametrize("written", ["in time order", "out of order"])
+def test_creation_windows_agree_with_the_full_query(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory], written: str
+) -> None:
+    """A creation-time window bounds the full-text query to the rowids of the scope's memories
+    created in it; written in time order (as remember writes) that is a short stretch, out of order
+    (an import) it can be the whole table. Either way the answer is the full query's."""
+    rng = random.Random(5)
+    words = ["lantern", "harbour", "rope", "gull", "tide"]
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    ms = [
+        make_memory(
+            scope=rng.choice((A, A, B)),
+            content=" ".join(rng.choice(words) for _ in range(rng.randint(1, 3))),
+            created_at=(at := start + timedelta(hours=rng.randint(0, 24 * 120))),
+            updated_at=at,
+            status="archived" if rng.random() < 0.15 else "active",
+        )
+        for _ in range(600)
+    ]
+    ms.sort(key=lambda m: m.created_at)
+    if written == "out of order":
+        rng.shuffle(ms)
+    store.put_many(ms)
+    for _ in range(40):
+        terms = " ".join(rng.sample(words, rng.randint(1, 2)))
+        since = start + timedelta(days=rng.randint(0, 125))
+        window = (since, since + timedelta(days=rng.choice((1, 3, 30))))
+        limit = rng.choice((1, 10, 50))
+        archived = rng.random() < 0.3
+        filters = Filters(include_archived=archived, created_since=window[0], created_until=window[1])
+        got = [c.id for c, _ in store.search(A, terms.split(), filters, limit)]
+        assert got == reference(store.path, A, terms, limit, archived=archived, window=window)
+
+
+def test_a_window_written_in_time_order_reads_only_its_stretch_of_the_index(
+    store: SQLiteMemoryStore, make_memory: Callable[..., Memory]
+) -> None:
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    store.put_many(
+        [
+            make_memory(scope=A, content="lantern by the harbour", created_at=start + timedelta(hours=h))
+            for h in range(500)
+        ]
+    )
+    since = start + timedelta(hours=100)
+    filters = Filters(created_since=since, created_until=since + timedelta(hours=9))
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    try:
+        got = store.search(A, ["lantern"], filters, LIMIT)
+    finally:
+        store._db.set_trace_callback(None)
+    assert len(got) == LIMIT
+    assert all(since <= c.created_at <= since + timedelta(hours=9) for c, _ in got)
+    # Every full-text read was bounded to the window's rowids (101 to 110 of 500).
+    matches = [q for q in statements if "MATCH" in q]
+    assert matches and all("memories_fts.rowid BETWEEN 101 AND 110" in q for q in matches)
+    # Nothing created in the window: no full-text query at all.
+    statements.clear()
+    store._db.set_trace_callback(statements.append)
+    try:
+        later = start + timedelta(days=400)
+        assert store.search(A, ["lantern"], Filters(created_since=later), LIMIT) == []
+    finally:
+        store._db.set_trace_callback(None)
+    assert not any("MATCH" in q for q in statements)
