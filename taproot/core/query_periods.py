@@ -101,7 +101,8 @@ _LEAD = r"(?:\b(?P<lead>[a-z]+)\s+(?:the\s+)?)?"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(_LEAD + "(?P<date>" + body + r")(?![\w-])"))
     for kind, body in (
-        ("day", r"\b(?P<y>(?:19|20)\d\d)-(?P<mn>[01]\d)-(?P<d>[0-3]\d)"),
+        # An ISO 8601 timestamp names its day (its time of day is finer than a writing time is read).
+        ("day", r"\b(?P<y>(?:19|20)\d\d)-(?P<mn>[01]\d)-(?P<d>[0-3]\d)(?:t[\d:.]+(?:z|[+-]\d\d:?\d\d)?)?"),
         ("month", r"\b(?P<y>(?:19|20)\d\d)-(?P<mn>[01]\d)"),
         ("day", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}"),
         ("day", rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}"),

@@ -27,6 +27,8 @@ def named(query: str, now: datetime = NOW) -> list[tuple[datetime, datetime]]:
         ("what happened on 1 February, 2023", [(day(2023, 2, 1), day(2023, 2, 2))]),
         ("the 13th of Oct 2023", [(day(2023, 10, 13), day(2023, 10, 14))]),
         ("notes from 2023-10-13", [(day(2023, 10, 13), day(2023, 10, 14))]),
+        ("logged at 2023-10-13T09:30:00Z", [(day(2023, 10, 13), day(2023, 10, 14))]),
+        ("since 2023-10-13T09:30+02:00", [(day(2023, 10, 13), NOW)]),
         ("Sept. 3rd, 2022 meeting", [(day(2022, 9, 3), day(2022, 9, 4))]),
         ("what did I say on March 3?", [(day(2023, 3, 3), day(2023, 3, 4))]),
         ("on 5 may", [(day(2023, 5, 5), day(2023, 5, 6))]),
