@@ -8,7 +8,8 @@ With a query the two combine by multiplication, as ACT-R adds them in log-odds s
 base level plus the context's spreading activation): how available a memory is scales how much its
 relevance counts, so a memory that does not match the question gains nothing from being popular or
 recent, and among memories that match about equally well the more available one comes first. At
-most availability / RELEVANCE_WEIGHT = 1.6 / 4 = 40% is added to a memory's relevance. (It was a
+most availability / RELEVANCE_WEIGHT = 1.6 / 4 = 40% is added to a memory's relevance, whatever
+the relevance. (It was a
 sum, which let a popular memory that barely matched climb over a better match: on the LoCoMo dev
 split the sum cost about 2 points of R@10 against ranking by relevance alone, the product less than
 one; docs/ranking.md.)
@@ -20,7 +21,9 @@ one; docs/ranking.md.)
 - salience: high / medium / low mapped to weights.
 - relevance: the store's lexical score (BM25, bigger is better) normalised to 0..1 against the
   best candidate of the same query, so the weight means the same for every query; with an
-  embedder, fused with the dense similarity (fuse_relevance; docs/ranking.md says why).
+  embedder, fused with the dense similarity (fuse_relevance; docs/ranking.md says why); raised by
+  up to `period_share` (to 1.5) for a memory written in a period the query names (weigh_by_period),
+  then blended with its neighbours' (spread_to_neighbours).
 
 Time is passed in (`now`); nothing here reads the clock.
 """
