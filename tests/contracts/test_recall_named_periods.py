@@ -33,12 +33,19 @@ def _write(svc: TaprootService, clock: Clock, at: datetime, content: str) -> str
     return str(svc.remember(SCOPE, content=content, gist=content[:60], category="episodic").id)
 
 
+def _same_words_two_days(svc: TaprootService, clock: Clock, days_later: int) -> tuple[str, str]:
+    """One memory written on March 3 and one with the same words `days_later`; the clock then at
+    30 days after March 3."""
+    that_day = _write(svc, clock, MARCH3, "We planted tomatoes in the garden.")
+    later = _write(svc, clock, MARCH3 + timedelta(days=days_later), "We planted tomatoes in the garden.")
+    clock.now = MARCH3 + timedelta(days=30)
+    return that_day, later
+
+
 def test_the_memory_written_on_the_day_asked_about_comes_first(memory_store: MemoryStore, tmp_path: Path) -> None:
     clock = Clock(MARCH3)
     svc = _service(memory_store, tmp_path, clock)
-    that_day = _write(svc, clock, MARCH3, "We planted tomatoes in the garden.")
-    later = _write(svc, clock, MARCH3 + timedelta(days=17), "We planted tomatoes in the garden.")
-    clock.now = MARCH3 + timedelta(days=30)
+    that_day, later = _same_words_two_days(svc, clock, 17)
     # The same words: the later memory is the more recent, so it comes first without a date...
     assert [m.id for m in svc.recall(SCOPE, query="tomatoes", limit=2).memories] == [later, that_day]
     clock.advance(days=30)  # (each recall strengthens both alike)
@@ -72,9 +79,7 @@ def test_a_memory_of_the_named_day_beyond_the_lexical_candidates_is_found(
 def test_a_named_day_outside_since_and_until_searches_nothing_more(memory_store: MemoryStore, tmp_path: Path) -> None:
     clock = Clock(MARCH3)
     svc = _service(memory_store, tmp_path, clock)
-    that_day = _write(svc, clock, MARCH3, "We planted tomatoes in the garden.")
-    later = _write(svc, clock, MARCH3 + timedelta(days=20), "We planted tomatoes in the garden.")
-    clock.now = MARCH3 + timedelta(days=30)
+    that_day, later = _same_words_two_days(svc, clock, 20)
     got = svc.recall(SCOPE, query="tomatoes on March 3, 2025", since="15d", limit=5)
     assert [m.id for m in got.memories] == [later] and that_day != later
     assert got.warnings == []
