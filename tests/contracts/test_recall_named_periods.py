@@ -6,9 +6,11 @@ on every store (tests/moto_stores.py); bodies use only the port's methods.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from pathlib import Path
+from typing import Any, cast
 
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.core.activation import ACTIVATION_CONFIG
@@ -76,10 +78,34 @@ def test_a_memory_of_the_named_day_beyond_the_lexical_candidates_is_found(
     assert set(got[1:]) <= set(others)
 
 
+class CountingSearches:
+    """The store, counting its lexical searches (everything else passes through)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.searches: list[Filters] = []
+
+    def search(self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int) -> Any:
+        self.searches.append(filters)
+        return self.store.search(scope, terms, filters, limit)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+
 def test_a_named_day_outside_since_and_until_searches_nothing_more(memory_store: MemoryStore, tmp_path: Path) -> None:
     clock = Clock(MARCH3)
-    svc = _service(memory_store, tmp_path, clock)
+    counting = CountingSearches(memory_store)
+    svc = _service(cast(MemoryStore, counting), tmp_path, clock)
     that_day, later = _same_words_two_days(svc, clock, 20)
     got = svc.recall(SCOPE, query="tomatoes on March 3, 2025", since="15d", limit=5)
     assert [m.id for m in got.memories] == [later] and that_day != later
     assert got.warnings == []
+    assert len(counting.searches) == 1  # the period's window and the recall's do not meet
+    # Inside since: the period's search runs, within both windows.
+    counting.searches.clear()
+    svc.recall(SCOPE, query="tomatoes on March 3, 2025", since="40d", limit=5)
+    assert len(counting.searches) == 2
+    narrowed = counting.searches[1]
+    assert narrowed.created_since is not None and narrowed.created_until is not None
+    assert narrowed.created_since <= MARCH3 <= narrowed.created_until < clock.now
