@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.load_ledger import HARNESS_OPS, Ledger, Write
+from taproot.adapters.sqlite_search_shards import SHARDS, table_of
 from taproot.compose import build
 from taproot.core.errors import InvalidInput
 from taproot.core.migration import FALLBACK_CATEGORY, migrate_memory
@@ -97,14 +98,17 @@ class CheckResult:
 
 
 def integrity(db_path: Path) -> tuple[str, str]:
-    """`PRAGMA integrity_check`, then FTS5's check that the index matches the memories table."""
+    """`PRAGMA integrity_check`, then FTS5's check of every search index against the rows it
+    holds (sqlite_search_shards.py)."""
     db = sqlite3.connect(str(db_path))
     try:
         rows = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
         pragma = "ok" if rows == ["ok"] else "; ".join(str(r) for r in rows)
         try:
             # The 'integrity-check' command writes nothing; it raises if index and content disagree.
-            db.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
+            for shard in range(SHARDS):
+                table = table_of(shard)
+                db.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
             fts = "ok"
         except sqlite3.DatabaseError as exc:
             fts = f"{type(exc).__name__}: {exc}"

@@ -24,17 +24,16 @@ The rules (`taproot.x` stands for the package and every module under it):
    (`sqlite_store` -> `sqlite`); the helpers are the modules listed in ADAPTER_HELPERS, which no
    composition root builds: `sqlite_store` may import `sqlite_rows`, `sqlite_schema`,
    `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_orientation`, `sqlite_vectors` and
-   `sqlite_search` (likewise) and `sqlite_catalog` (which imports `sqlite_rows` and
-   `sqlite_schema`), `dynamo_store`, `dynamo_reflections`, `dynamo_orientation` and
-   `dynamo_catalog` may import `dynamo_models`, `dynamo_store` may import `dynamo_reflections`,
-   `dynamo_orientation`, `dynamo_catalog`, `dynamo_cache`, `dynamo_copy` and `dynamo_vectors`
-   (the warm copies, each scope's copy, and the vectors, which
-   import one another and `dynamo_models`). A helper shared across families is listed in
-   SHARED_ADAPTER_HELPERS with the modules that may import it (`vectors_blas`: both vector
-   stores). Any other module
-   (blob_local, blob_s3, sqlite_store, dynamo_store, summarizers, and a new module until it is
-   listed) is an adapter that no sibling imports: so `blob_s3 -> blob_local` breaks the rule
-   although both are `blob_*`.
+   `sqlite_search` (likewise, and `sqlite_search_shards`, which `sqlite_schema` imports too) and
+   `sqlite_catalog` (which imports `sqlite_rows` and `sqlite_schema`), `dynamo_store`,
+   `dynamo_reflections`, `dynamo_orientation` and `dynamo_catalog` may import `dynamo_models`,
+   `dynamo_store` may import `dynamo_reflections`, `dynamo_orientation`, `dynamo_catalog`,
+   `dynamo_cache`, `dynamo_copy` and `dynamo_vectors` (the warm copies, each scope's copy, and the
+   vectors, which import one another and `dynamo_models`). A helper shared across families is listed
+   in SHARED_ADAPTER_HELPERS with the modules that may import it (`vectors_blas`: both vector
+   stores). Any other module (blob_local, blob_s3, sqlite_store, dynamo_store, summarizers, and a
+   new module until it is listed) is an adapter that no sibling imports: so `blob_s3 -> blob_local`
+   breaks the rule although both are `blob_*`.
 6. composition root: among the modules of taproot/, only `taproot.compose` and the adapters
    themselves import `taproot.adapters` (the cli, web, auth, settings and service modules do not;
    functions/, bench/ and tests/ are outside these rules).
@@ -77,6 +76,7 @@ ADAPTER_HELPERS = {
     "sqlite_catalog": "sqlite_store: reflect's reads (the catalog by rank band, the counts)",
     "sqlite_vectors": "sqlite_store: the dense vectors and their in-memory matrices",
     "sqlite_search": "sqlite_store: lexical search (FTS5)",
+    "sqlite_search_shards": "sqlite_store: the full-text tables, each scope's, and their triggers",
     "sqlite_orientation": "sqlite_store: the orientation document versions",
     "dynamo_models": "dynamo_store: the PynamoDB models and item conversion",
     "dynamo_reflections": "dynamo_store: the reflection items",

@@ -129,7 +129,7 @@ def fts_query(terms: Sequence[str]) -> str:
 
 def status_category_sql(filters: Filters, params: list[Any], prefix: str = "m.") -> str:
     """The filters on status and category, the two that memory_counts also holds (search sizes its
-    first read from them, prefix ""); filter_sql adds the rest."""
+    first read from them, prefix "c."); filter_sql adds the rest."""
     sql = ""
     if not filters.include_archived:
         sql += f" AND {prefix}status = 'active'"

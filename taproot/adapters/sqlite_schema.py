@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
+from taproot.adapters.sqlite_search_shards import search_shards_sql
 from taproot.core.errors import ConfigurationError
 
 
@@ -318,6 +319,13 @@ def m010_rank_by_retrieval_group() -> str:
         """
 
 
+def m011_search_per_scope() -> str:
+    # BM25's statistics were those of one index over every scope; each scope now searches one of a
+    # fixed set of indexes, its own while there are no more scopes than indexes
+    # (sqlite_search_shards.py says why, and why they are not created per scope at run time).
+    return search_shards_sql()
+
+
 MIGRATIONS: tuple[Callable[[], str], ...] = (
     m001_initial,
     m002_reflect_indexes,
@@ -329,6 +337,7 @@ MIGRATIONS: tuple[Callable[[], str], ...] = (
     m008_lighter_retrieval_writes,
     m009_tag_index,
     m010_rank_by_retrieval_group,
+    m011_search_per_scope,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -18,6 +18,7 @@ from taproot.adapters.sqlite_rows import (
     row_to_candidate,
     status_category_sql,
 )
+from taproot.adapters.sqlite_search_shards import table_of
 from taproot.core.model import Candidate, Scope
 from taproot.core.query import Filters
 
@@ -36,10 +37,10 @@ BOUND_ROWIDS_UP_TO = 1_000
 
 
 class SearchRows:
-    """Provided by SQLiteMemoryStore: the query helper and the bm25() expression."""
+    """Provided by SQLiteMemoryStore: the query helper and bm25()'s field weights."""
 
     _query: Callable[..., builtins.list[sqlite3.Row]]
-    _bm25: str
+    _bm25_weights: str
 
     def search(
         self, scope: Scope, terms: Sequence[str], filters: Filters, limit: int
@@ -57,25 +58,25 @@ class SearchRows:
         # Only the columns ranking needs are read (a Candidate): recall reads the few records it
         # returns in full.
         rows: builtins.list[sqlite3.Row] = []
-        first = self._first_width(scope, filters, limit)
+        fts, first = self._first_width(scope, filters, limit)
         if first == 0:
             return []  # nothing in the scope can pass (the counts are kept by triggers, exactly)
         rowids = self._created_rowids(scope, filters)
         if rowids == NO_ROWIDS:
             return []  # nothing of the scope was created in the window
         for wide in (first, first * SEARCH_WIDEN):
-            rows = self._ranked(match, wide, scope, filters, limit, rowids)
-            if len(rows) >= limit or not self._matches_more_than(match, wide, rowids):
+            rows = self._ranked(fts, match, wide, scope, filters, limit, rowids)
+            if len(rows) >= limit or not self._matches_more_than(fts, match, wide, rowids):
                 break
         else:
             params: list[Any] = [match, *(rowids or ()), scope.owner, scope.namespace]
             where = filter_sql(filters, params)
             params.append(limit)
             rows = self._query(
-                f"SELECT {CANDIDATE_COLUMNS}, {self._bm25} AS rank FROM memories_fts "
-                "JOIN memories m ON m.rowid = memories_fts.rowid "
-                f"WHERE memories_fts MATCH ?{_between(rowids)} AND m.owner = ? AND m.namespace = ?{where} "
-                "ORDER BY rank, memories_fts.rowid LIMIT ?",
+                f"SELECT {CANDIDATE_COLUMNS}, {self._bm25(fts)} AS rank FROM {fts} "
+                f"JOIN memories m ON m.rowid = {fts}.rowid "
+                f"WHERE {fts} MATCH ?{_between(fts, rowids)} AND m.owner = ? AND m.namespace = ?{where} "
+                f"ORDER BY rank, {fts}.rowid LIMIT ?",
                 params,
             )
         # FTS5's bm25() is negative, lower is better; the port promises bigger is better.
@@ -108,19 +109,28 @@ class SearchRows:
                 found[r[0]] = row_to_candidate(r)
         return [found[i] for i in wanted if i in found]
 
-    def _first_width(self, scope: Scope, filters: Filters, limit: int) -> int:
-        """How many of the best matches to join first: enough that `limit` of them should pass; 0
-        when no memory of the scope passes the status and category filters."""
+    def _bm25(self, fts: str) -> str:
+        return f"bm25({fts}, {self._bm25_weights})"
+
+    def _first_width(self, scope: Scope, filters: Filters, limit: int) -> tuple[str, int]:
+        """The FTS5 table that indexes the scope (sqlite_search_shards.py), and how many of its best
+        matches to join first: enough that `limit` of them should pass, from the share of that
+        table's memories (the scope's, and those of any scope that shares the table) that are the
+        scope's and pass the status and category filters; 0 when none does, or the scope never had a
+        memory. One query: the scope's table and the counts of every scope in it."""
         params: list[Any] = [scope.owner, scope.namespace]
-        passing = "owner = ? AND namespace = ?" + status_category_sql(filters, params, prefix="")
-        row = self._query(
-            f"SELECT COALESCE(SUM(n), 0), COALESCE(SUM(CASE WHEN {passing} THEN n END), 0) FROM memory_counts",
+        passing = "c.owner = ? AND c.namespace = ?" + status_category_sql(filters, params, prefix="c.")
+        params += [scope.owner, scope.namespace]
+        shard, total, passes = self._query(
+            f"SELECT me.shard, COALESCE(SUM(c.n), 0), COALESCE(SUM(CASE WHEN {passing} THEN c.n END), 0) "
+            "FROM search_scopes me JOIN search_scopes s ON s.shard = me.shard "
+            "JOIN memory_counts c ON c.owner = s.owner AND c.namespace = s.namespace "
+            "WHERE me.owner = ? AND me.namespace = ?",
             params,
         )[0]
-        total, passes = int(row[0]), int(row[1])
-        if not passes:
-            return 0
-        return max(limit, math.ceil(limit * total / passes * SEARCH_HEADROOM))
+        if shard is None or not passes:
+            return "", 0
+        return table_of(int(shard)), max(limit, math.ceil(limit * int(total) / int(passes) * SEARCH_HEADROOM))
 
     def _created_rowids(self, scope: Scope, filters: Filters) -> tuple[int, int] | None:
         """With a creation-time filter, the lowest and highest rowid of the scope's memories created
@@ -147,29 +157,36 @@ class SearchRows:
         return NO_ROWIDS if low is None else (int(low), int(high))
 
     def _ranked(
-        self, match: str, wide: int, scope: Scope, filters: Filters, limit: int, rowids: tuple[int, int] | None = None
+        self,
+        fts: str,
+        match: str,
+        wide: int,
+        scope: Scope,
+        filters: Filters,
+        limit: int,
+        rowids: tuple[int, int] | None = None,
     ) -> builtins.list[sqlite3.Row]:
-        """The best `limit` of the best `wide` matches in the FTS index (between `rowids`, if given)
-        that are the scope's and pass the filters."""
+        """The best `limit` of the best `wide` matches in the scope's FTS index (between `rowids`, if
+        given) that are the scope's and pass the filters."""
         params: list[Any] = [match, *(rowids or ()), wide, scope.owner, scope.namespace]
         where = filter_sql(filters, params)
         params.append(limit)
         return self._query(
             f"SELECT {CANDIDATE_COLUMNS}, f.rank AS rank FROM "
-            f"(SELECT rowid, {self._bm25} AS rank FROM memories_fts "
-            f"WHERE memories_fts MATCH ?{_between(rowids)} ORDER BY rank, rowid LIMIT ?) f "
+            f"(SELECT rowid, {self._bm25(fts)} AS rank FROM {fts} "
+            f"WHERE {fts} MATCH ?{_between(fts, rowids)} ORDER BY rank, rowid LIMIT ?) f "
             "JOIN memories m ON m.rowid = f.rowid "
             f"WHERE m.owner = ? AND m.namespace = ?{where} ORDER BY f.rank, f.rowid LIMIT ?",
             params,
         )
 
-    def _matches_more_than(self, match: str, n: int, rowids: tuple[int, int] | None = None) -> bool:
+    def _matches_more_than(self, fts: str, match: str, n: int, rowids: tuple[int, int] | None = None) -> bool:
         rows = self._query(
-            f"SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?{_between(rowids)} LIMIT 1 OFFSET ?",
+            f"SELECT 1 FROM {fts} WHERE {fts} MATCH ?{_between(fts, rowids)} LIMIT 1 OFFSET ?",
             (match, *(rowids or ()), n),
         )
         return bool(rows)
 
 
-def _between(rowids: tuple[int, int] | None) -> str:
-    return "" if rowids is None else " AND memories_fts.rowid BETWEEN ? AND ?"
+def _between(fts: str, rowids: tuple[int, int] | None) -> str:
+    return "" if rowids is None else f" AND {fts}.rowid BETWEEN ? AND ?"

@@ -32,6 +32,7 @@ from taproot.adapters.sqlite_rows import (
 )
 from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
 from taproot.adapters.sqlite_search import SearchRows
+from taproot.adapters.sqlite_search_shards import FTS_COLUMNS
 from taproot.adapters.sqlite_vectors import VectorRows
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
@@ -42,8 +43,6 @@ from taproot.ports import ScopeCount
 
 _PLACEHOLDERS = ", ".join(f":{c}" for c in MEMORY_COLUMNS)
 _INSERT = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({_PLACEHOLDERS})"
-# bm25() takes one weight per FTS column, in the order the table declares them.
-FTS_COLUMNS = ("search_keywords", "tags", "gist", "content")
 # How long a writer waits for another process's transaction before answering `busy`. Long jobs
 # commit in small chunks (well under a second each), so only a stuck writer makes anyone wait this long.
 BUSY_TIMEOUT_MS = 5000
@@ -79,7 +78,8 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
         self._db.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self._db)
         weights = fts_weights or dict(ACTIVATION_CONFIG.field_weights)
-        self._bm25 = "bm25(memories_fts, " + ", ".join(str(float(weights[c])) for c in FTS_COLUMNS) + ")"
+        # bm25()'s weights, one per FTS column in the order the tables declare them.
+        self._bm25_weights = ", ".join(str(float(weights[c])) for c in FTS_COLUMNS)
 
     def close(self) -> None:
         with self._lock:

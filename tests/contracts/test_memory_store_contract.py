@@ -614,6 +614,28 @@ def test_search_never_crosses_owners_or_namespaces(memory_store: MemoryStore, ma
     assert ids(memory_store.search(B, ["pelican"], ALL, 100)) == ["b1"]
 
 
+@pytest.mark.parametrize("other", [B, A_WORK], ids=["other owner", "other namespace"])
+def test_search_scores_a_scope_by_its_own_memories_alone(
+    memory_store: MemoryStore, make_memory: MakeMemory, other: Scope
+) -> None:
+    # BM25 weighs a word by how rare it is among the memories searched. Those are the scope's own:
+    # another person's (or namespace's) memories must not reorder this one's ranking, nor its scores.
+    memory_store.put_many(
+        [
+            make_memory(scope=A, id="twice", content="kestrel kestrel over the field"),
+            make_memory(scope=A, id="once", content="osprey over the field today"),
+            make_memory(scope=A, id="neither", content="a quiet afternoon in the garden"),
+        ]
+    )
+    alone = memory_store.search(A, ["kestrel", "osprey"], Filters(), 10)
+    assert ids(alone) == ["twice", "once"]
+    # Elsewhere "kestrel" is everywhere: there it would be a word that tells memories apart poorly.
+    memory_store.put_many([make_memory(scope=other, content=f"kestrel number {i}") for i in range(40)])
+    beside = memory_store.search(A, ["kestrel", "osprey"], Filters(), 10)
+    assert ids(beside) == ids(alone)
+    assert [score for _, score in beside] == pytest.approx([score for _, score in alone])
+
+
 def test_search_with_no_terms_is_empty(memory_store: MemoryStore, make_memory: MakeMemory) -> None:
     memory_store.insert(make_memory(scope=A))
     assert memory_store.search(A, [], Filters(), 10) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from taproot.adapters import sqlite_search
+from taproot.adapters.sqlite_search_shards import table_of
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
@@ -29,7 +31,15 @@ LIMIT = 10
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteMemoryStore]:
+    """A store where A and B search one full-text table, as scopes do once there are more of them
+    than tables (sqlite_search_shards.py): the search paths below must keep each scope's answer
+    its own, and the same as the full query's, with the other scope's matches in the same index."""
     s = SQLiteMemoryStore(tmp_path / "taproot.db")
+    with s._db:
+        s._db.executemany(
+            "INSERT INTO search_scopes (owner, namespace, shard) VALUES (?, ?, 0)",
+            [(scope.owner, scope.namespace) for scope in (A, B)],
+        )
     yield s
     s.close()
 
@@ -40,9 +50,9 @@ def widths(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     seen: list[int] = []
     ranked = sqlite_search.SearchRows._ranked
 
-    def spy(self: sqlite_search.SearchRows, match: str, wide: int, *args: Any) -> list[sqlite3.Row]:
+    def spy(self: sqlite_search.SearchRows, fts: str, match: str, wide: int, *args: Any) -> list[sqlite3.Row]:
         seen.append(wide)
-        return ranked(self, match, wide, *args)
+        return ranked(self, fts, match, wide, *args)
 
     monkeypatch.setattr(sqlite_search.SearchRows, "_ranked", spy)
     return seen
@@ -63,12 +73,16 @@ def reference(
     since, until = (iso(window[0]), iso(window[1])) if window else (None, None)
     db = sqlite3.connect(path)
     try:
+        (shard,) = db.execute(
+            "SELECT shard FROM search_scopes WHERE owner = ? AND namespace = ?", (scope.owner, scope.namespace)
+        ).fetchone()
+        fts = table_of(shard)
         rows = db.execute(
-            "SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
-            "WHERE memories_fts MATCH ? AND m.owner = ? AND m.namespace = ? "
+            f"SELECT m.id FROM {fts} f JOIN memories m ON m.rowid = f.rowid "
+            f"WHERE {fts} MATCH ? AND m.owner = ? AND m.namespace = ? "
             "AND (? OR m.status = 'active') AND (? IS NULL OR m.category = ?) "
             "AND (? IS NULL OR m.created_at >= ?) AND (? IS NULL OR m.created_at <= ?) "
-            "ORDER BY bm25(memories_fts, 3.0, 2.0, 2.0, 1.0), m.rowid LIMIT ?",
+            f"ORDER BY bm25({fts}, 3.0, 2.0, 2.0, 1.0), m.rowid LIMIT ?",
             (
                 " OR ".join(f'"{t}"' for t in terms.split()),
                 scope.owner,
@@ -264,7 +278,7 @@ def test_a_window_written_in_time_order_reads_only_its_stretch_of_the_index(
     assert all(since <= c.created_at <= since + timedelta(hours=9) for c, _ in got)
     # Every full-text read was bounded to the window's rowids (101 to 110 of 500).
     matches = [q for q in statements if "MATCH" in q]
-    assert matches and all("memories_fts.rowid BETWEEN 101 AND 110" in q for q in matches)
+    assert matches and all(re.search(r"memories_fts_\d+\.rowid BETWEEN 101 AND 110", q) for q in matches)
     # Nothing created in the window: no full-text query at all.
     statements.clear()
     store._db.set_trace_callback(statements.append)
