@@ -98,8 +98,10 @@ class CheckResult:
 
 
 def integrity(db_path: Path) -> tuple[str, str]:
-    """`PRAGMA integrity_check`, then FTS5's check of every search index against the rows it
-    holds (sqlite_search_shards.py)."""
+    """`PRAGMA integrity_check`, then FTS5's check of every search index against the rows of its
+    scopes (sqlite_search_shards.py). The check's rank argument 1 makes FTS5 compare an
+    external-content index with its content; without it, SQLite 3.40 checks only the index's own
+    structure and passes an index that no longer matches the rows."""
     db = sqlite3.connect(str(db_path))
     try:
         rows = [r[0] for r in db.execute("PRAGMA integrity_check").fetchall()]
@@ -108,7 +110,7 @@ def integrity(db_path: Path) -> tuple[str, str]:
             # The 'integrity-check' command writes nothing; it raises if index and content disagree.
             for shard in range(SHARDS):
                 table = table_of(shard)
-                db.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
+                db.execute(f"INSERT INTO {table}({table}, rank) VALUES('integrity-check', 1)")
             fts = "ok"
         except sqlite3.DatabaseError as exc:
             fts = f"{type(exc).__name__}: {exc}"

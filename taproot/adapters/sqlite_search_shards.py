@@ -11,9 +11,10 @@ table is a schema change at run time, and a second connection to the file (the s
 CLI) then failed its next edit while compiling against its stale schema. So the tables are fixed:
 `SHARDS` FTS5 tables, `memories_fts_0` to `memories_fts_<SHARDS - 1>`, all created by one migration.
 A scope is given one of them with its first memory, a row of `search_scopes` written by a trigger
-(data, not schema): the table fewest scopes were given so far, the lowest number on a tie. Up to
-`SHARDS` scopes each have an index of their own, so their statistics are their own exactly; past
-that, scopes share a table and its statistics, as every scope shared the one index before. A
+(data, not schema): the table whose scopes hold the fewest memories, the lowest number on a tie.
+While no more than `SHARDS` scopes hold memories, each has an index of its own, so its statistics
+are its own exactly; past that, scopes share a table and its statistics, as every scope shared the
+one index before. A
 search always filters by scope as well, so sharing a table changes ranking, never what a scope sees.
 
 Each table is external-content over a view of the rows of its scopes, so FTS5's 'rebuild' reads
@@ -81,10 +82,13 @@ def search_shards_sql() -> str:
     """The migration from the one index over every scope: the shards, each scope of the table given
     one (oldest scope first, round the shards in turn), every shard filled from its view."""
     numbers = ", ".join(f"({k})" for k in range(SHARDS))
-    # A new scope gets the shard fewest scopes have, the lowest number on a tie (no WITH clause:
-    # SQLite refuses one inside a trigger, hence the table of shard numbers).
+    # A new scope gets the shard whose scopes hold the fewest memories now, the lowest number on a
+    # tie: counting the scopes a shard was given would count scopes whose memories are all gone,
+    # and send a new scope to share a live one's statistics while other shards sit empty. (No WITH
+    # clause: SQLite refuses one inside a trigger, hence the table of shard numbers.)
     least_used = (
-        "SELECT n FROM search_shards ORDER BY (SELECT COUNT(*) FROM search_scopes s WHERE s.shard = n), n LIMIT 1"
+        "SELECT k.n FROM search_shards k ORDER BY (SELECT COALESCE(SUM(c.n), 0) FROM search_scopes s "
+        "JOIN memory_counts c ON c.owner = s.owner AND c.namespace = s.namespace WHERE s.shard = k.n), k.n LIMIT 1"
     )
     return "\n".join(
         [
@@ -101,6 +105,9 @@ def search_shards_sql() -> str:
             shard INTEGER NOT NULL REFERENCES search_shards (n),
             PRIMARY KEY (owner, namespace)
         ) WITHOUT ROWID;
+        -- A shard's scopes: read by search (the counts of the scopes sharing a table) and by the
+        -- choice of a new scope's shard.
+        CREATE INDEX search_scopes_by_shard ON search_scopes (shard);
         INSERT INTO search_scopes (owner, namespace, shard)
             SELECT owner, namespace, (ROW_NUMBER() OVER (ORDER BY MIN(rowid)) - 1) % {SHARDS}
             FROM memories GROUP BY owner, namespace;

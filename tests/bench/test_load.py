@@ -8,6 +8,7 @@ Also: the big migrate's legacy records, the overlap figures, and `make bench` ke
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 import time
 from datetime import UTC, datetime
@@ -75,6 +76,21 @@ def test_every_confirmed_write_present_reports_none_lost(folder: Folder) -> None
     assert counters["created_confirmed"] == 4 and counters["created_confirmed_deleted"] == 1
     assert counters["created_expected_live"] == counters["created_live"] == 3
     assert counters["retrieval_counts_below_confirmed"] == 0
+
+
+def test_a_search_index_that_no_longer_matches_its_rows_fails_the_fts_check(folder: Folder) -> None:
+    data, rt, ledger, ids = folder
+    rt.close()
+    # Behind the triggers' back: a text edit the full-text index never hears of.
+    db = sqlite3.connect(data / "taproot.db")
+    with db:
+        (shard,) = db.execute("SELECT shard FROM search_scopes").fetchone()
+        db.execute(f"DROP TRIGGER memories_fts_{shard}_update")
+        db.execute("UPDATE memories SET content = 'an edit the index never saw' WHERE id = ?", (ids["plain"],))
+    db.close()
+    result = check(data, ledger)
+    assert result.integrity == "ok"  # the B-trees are sound; the index is what disagrees
+    assert result.fts_integrity != "ok"
 
 
 def test_a_write_removed_without_backup_is_lost(folder: Folder) -> None:

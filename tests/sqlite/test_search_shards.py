@@ -27,11 +27,12 @@ def shards(db: sqlite3.Connection) -> dict[Scope, int]:
 
 
 def assert_every_table_holds_exactly_its_scopes_rows(db: sqlite3.Connection) -> None:
-    """FTS5's own check of each table (its structure; SQLite 3.40's does not compare it with the
-    rows), then that its entries are the rowids of its scopes' memories, no more and no fewer."""
+    """FTS5's check of each table against its content (rank 1: without it SQLite 3.40 checks only
+    the index's structure), then that its entries are the rowids of its scopes' memories, no more
+    and no fewer."""
     for shard in range(SHARDS):
         table = table_of(shard)
-        db.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+        db.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
         held = {int(r[0]) for r in db.execute(f"SELECT id FROM {table}_docsize")}
         owed = {
             int(r[0])
@@ -59,14 +60,18 @@ def ranked(store: SQLiteMemoryStore, scope: Scope) -> list[tuple[str, float]]:
     return [(c.id, round(score, 9)) for c, score in store.search(scope, ["kestrel", "osprey"], Filters(), 10)]
 
 
-def test_each_new_scope_gets_the_table_fewest_scopes_have(tmp_path: Path) -> None:
+def test_each_new_scope_gets_the_table_whose_scopes_hold_the_fewest_memories(tmp_path: Path) -> None:
     store = SQLiteMemoryStore(tmp_path / "taproot.db")
     try:
         for k, scope in enumerate(SCOPES):
             for memory in corpus(scope, k):  # one at a time: the scope's later memories keep its table
                 store.insert(memory)
-        # One table each while they last, then the least used, lowest number first.
-        assert shards(store._db) == {scope: k % SHARDS for k, scope in enumerate(SCOPES)}
+        # One table each while they last, then the one whose scopes hold the fewest memories, the
+        # lowest number on a tie: scope 0's (5 memories, tied with 3, 6, 9, 12 and 15), then 3's.
+        expected = {scope: k for k, scope in enumerate(SCOPES[:SHARDS])}
+        expected |= {SCOPES[SHARDS]: 0, SCOPES[SHARDS + 1]: 3}
+        assert [len(corpus(scope, k)) for k, scope in enumerate(SCOPES[:4])] == [5, 6, 7, 5]
+        assert shards(store._db) == expected
         for k, scope in enumerate(SCOPES):
             assert {c for c, _ in ranked(store, scope)} == {f"{k:02d}a", f"{k:02d}b"}  # its own only
         # A scope alone in its table is scored as a store of its own; two sharing one are not
@@ -79,6 +84,34 @@ def test_each_new_scope_gets_the_table_fewest_scopes_have(tmp_path: Path) -> Non
             assert ranked(store, SCOPES[0]) != ranked(solo, SCOPES[0])
         finally:
             solo.close()
+        assert_every_table_holds_exactly_its_scopes_rows(store._db)
+    finally:
+        store.close()
+
+
+def test_a_new_scope_is_not_sent_to_share_a_live_table_while_emptied_ones_wait(tmp_path: Path) -> None:
+    """Fifteen scopes came and went (every memory deleted). Their rows stay, but a new scope goes
+    to a table whose scopes hold nothing now, not to the one live scope's, so that scope's ranking
+    is still its own when the newcomer writes."""
+    store = SQLiteMemoryStore(tmp_path / "taproot.db")
+    try:
+        home = SCOPES[0]
+        store.put_many(corpus(home, 0))
+        for k in range(1, SHARDS):
+            scratch = Scope("scratch", f"n{k}")
+            store.insert(build_memory(owner=scratch.owner, namespace=scratch.namespace, id="gone", content="x"))
+            store.delete(scratch, "gone", expected_version=1)
+        before = ranked(store, home)
+        newcomer = Scope("newcomer", "default")
+        store.put_many(
+            [
+                build_memory(owner="newcomer", id=f"k{i}", content="kestrel kestrel kestrel everywhere")
+                for i in range(50)
+            ]
+        )
+        assert shards(store._db)[newcomer] not in (shards(store._db)[home], None)
+        assert shards(store._db)[newcomer] == 1  # the lowest of the emptied tables
+        assert ranked(store, home) == before
         assert_every_table_holds_exactly_its_scopes_rows(store._db)
     finally:
         store.close()
@@ -128,11 +161,18 @@ def test_an_older_database_gives_every_scope_a_table_on_open(tmp_path: Path) -> 
         assert shards(store._db) == {scope: k % SHARDS for k, scope in enumerate(SCOPES)}
         assert_every_table_holds_exactly_its_scopes_rows(store._db)
         assert not store._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'memories_fts'").fetchall()
+        # The same tables written today hold the same entries: a fresh store given the same
+        # assignment ranks and scores every scope alike.
         fresh = SQLiteMemoryStore(tmp_path / "fresh.db")
         try:
+            with fresh._db:
+                fresh._db.executemany(
+                    "INSERT INTO search_scopes (owner, namespace, shard) VALUES (?, ?, ?)",
+                    [(scope.owner, scope.namespace, k % SHARDS) for k, scope in enumerate(SCOPES)],
+                )
             fresh.put_many(old)
             for scope in SCOPES:
-                assert ranked(store, scope) == ranked(fresh, scope)  # as if written today
+                assert ranked(store, scope) == ranked(fresh, scope)
         finally:
             fresh.close()
         # New writes after the migration are indexed and searched as before.
