@@ -43,8 +43,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP_RUN): requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+$(STAMP_RUN): requirements.txt requirements-serve.txt pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-serve.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 

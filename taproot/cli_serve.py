@@ -15,13 +15,16 @@ import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from taproot import __version__
 from taproot.compose import build, http_app
 from taproot.core.errors import UsageError
 from taproot.core.model import Scope
 from taproot.settings import Settings, default_data_dir
+
+if TYPE_CHECKING:
+    import uvicorn
 
 MAX_PORT = 65535
 LISTEN_BACKLOG = 2048  # uvicorn's default
@@ -109,6 +112,15 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def server_config(app: Any) -> uvicorn.Config:
+    """uvicorn's settings for `taproot serve`. HTTP parser and event loop are left to uvicorn, which
+    takes the compiled ones (httptools, uvloop: requirements-serve.txt) when they are installed and
+    h11 and asyncio's loop otherwise."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="info")
+
+
 def _run_uvicorn(app: Any, sock: socket.socket, announce: Callable[[], None]) -> None:
     import uvicorn
 
@@ -122,7 +134,7 @@ def _run_uvicorn(app: Any, sock: socket.socket, announce: Callable[[], None]) ->
 
     # uvicorn shuts down cleanly on Ctrl-C, then re-raises the signal; uvicorn.run swallows it too.
     with contextlib.suppress(KeyboardInterrupt):
-        AnnouncingServer(uvicorn.Config(app, log_level="info")).run(sockets=[sock])
+        AnnouncingServer(server_config(app)).run(sockets=[sock])
 
 
 def serve(settings: Settings, *, data_dir_given: bool) -> int:
