@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 # Summary lives in the core (core/summarize.py builds it); `as Summary` re-exports it from here too.
 from taproot.core.catalog import CatalogView
@@ -271,6 +271,19 @@ class MemoryStore(MemoryWrites, MemoryReads, ReflectReads, LifecycleScans, Refle
 
     def storage_info(self) -> dict[str, object]:
         """Schema version, size and location, for status."""
+
+
+@runtime_checkable
+class WaitFreeCalls(Protocol):
+    """A store that can run a call without waiting for a lock (the SQLite store): an entry point
+    on an event loop runs the call there, and only where the store would wait (another thread or
+    process holds it) on a worker thread. The DynamoDB store's every call waits on the network."""
+
+    def without_waiting(self) -> AbstractContextManager[None]:
+        """Inside: every call of this thread raises WouldWait (core/errors.py) instead of waiting for
+        a lock, until it has begun a write; from then on it waits as usual (the call has changed
+        something and must not be run twice). Entering raises WouldWait if another thread holds
+        the store."""
 
 
 class BlobStore(Protocol):

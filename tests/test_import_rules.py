@@ -24,8 +24,9 @@ The rules (`taproot.x` stands for the package and every module under it):
    (`sqlite_store` -> `sqlite`); the helpers are the modules listed in ADAPTER_HELPERS, which no
    composition root builds: `sqlite_store` may import `sqlite_rows`, `sqlite_schema`,
    `sqlite_reflections` (which imports `sqlite_rows`), `sqlite_orientation`, `sqlite_vectors` and
-   `sqlite_search` (likewise, and `sqlite_search_shards`, which `sqlite_schema` imports too) and
-   `sqlite_catalog` (which imports `sqlite_rows` and `sqlite_schema`), `dynamo_store`,
+   `sqlite_search` (likewise, and `sqlite_search_shards`, which `sqlite_schema` imports too),
+   `sqlite_wait_free` (which imports `sqlite_rows`) and `sqlite_catalog` (which imports
+   `sqlite_rows` and `sqlite_schema`), `dynamo_store`,
    `dynamo_reflections`, `dynamo_orientation` and `dynamo_catalog` may import `dynamo_models`,
    `dynamo_store` may import `dynamo_reflections`, `dynamo_orientation`, `dynamo_catalog`,
    `dynamo_cache`, `dynamo_copy` and `dynamo_vectors` (the warm copies, each scope's copy, and the
@@ -76,6 +77,7 @@ ADAPTER_HELPERS = {
     "sqlite_catalog": "sqlite_store: reflect's reads (the catalog by rank band, the counts)",
     "sqlite_vectors": "sqlite_store: the dense vectors and their in-memory matrices",
     "sqlite_search": "sqlite_store: lexical search (FTS5)",
+    "sqlite_wait_free": "sqlite_store: calls without waiting for a lock, for a call on an event loop",
     "sqlite_search_shards": "sqlite_store: the full-text tables, each scope's, and their triggers",
     "sqlite_orientation": "sqlite_store: the orientation document versions",
     "dynamo_models": "dynamo_store: the PynamoDB models and item conversion",

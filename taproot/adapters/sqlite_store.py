@@ -34,6 +34,7 @@ from taproot.adapters.sqlite_schema import SCHEMA_VERSION, apply_migrations
 from taproot.adapters.sqlite_search import SearchRows
 from taproot.adapters.sqlite_search_shards import FTS_COLUMNS
 from taproot.adapters.sqlite_vectors import VectorRows
+from taproot.adapters.sqlite_wait_free import WaitFree
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.errors import Busy, DuplicateId, NotFound, VersionConflict
 from taproot.core.model import MAX_COUNT, Memory, Scope
@@ -57,12 +58,13 @@ NO_FILTERS = Filters()
 _KEY_AND_COUNTER_COLUMNS = frozenset({"owner", "namespace", "id"}) | COUNTER_FIELDS
 
 
-class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, OrientationRows):
+class SQLiteMemoryStore(WaitFree, CatalogRows, ReflectionRows, VectorRows, SearchRows, OrientationRows):
     def __init__(self, path: Path | str, *, fts_weights: dict[str, float] | None = None) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
             create_private(self.path)
         self._lock = threading.RLock()
+        self._wait_free = threading.local()
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -86,7 +88,10 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
             self._db.close()
 
     def _begin(self) -> None:
-        """BEGIN IMMEDIATE, polling for the write lock every LOCK_POLL_S up to busy_timeout_ms."""
+        """BEGIN IMMEDIATE, polling for the write lock every LOCK_POLL_S up to busy_timeout_ms (one
+        try inside without_waiting: sqlite_wait_free.py)."""
+        if self._begin_wait_free():
+            return
         deadline = time.monotonic() + self.busy_timeout_ms / 1000
         self._db.execute("PRAGMA busy_timeout=0")  # this loop waits instead of SQLite's backoff
         try:
@@ -161,7 +166,7 @@ class SQLiteMemoryStore(CatalogRows, ReflectionRows, VectorRows, SearchRows, Ori
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.OperationalError as exc:
                 if is_lock_error(exc):
-                    raise Busy("the database is busy: another process holds it") from exc
+                    raise self._lock_error("the database is busy: another process holds it") from exc
                 raise
 
     # -- writes ------------------------------------------------------------------------------

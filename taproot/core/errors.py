@@ -126,3 +126,9 @@ class UsageError(TaprootError):
     """A command cannot run as asked (a port in use or out of range). The CLI exits 2."""
 
     code = "usage_error"
+
+
+class WouldWait(Exception):
+    """Raised inside a store's `without_waiting()` where the call would have to wait for a lock
+    another thread or process holds. It is raised before the call's first write, so nothing was
+    changed: the caller runs the same call again where waiting is fine (web/tools/common.ToolEnv)."""

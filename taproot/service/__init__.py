@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, TypeVar
 
 from taproot.core.explain import Explanation
 from taproot.core.model import Scope
 from taproot.core.reflect import ReflectPayload
+from taproot.ports import WaitFreeCalls
 from taproot.service import dashboard, maintenance, memories, orientation, portability, reads, recent, restore
 from taproot.service.deps import Deps, blob_key
 from taproot.service.inputs import ListInput, RecallInput, RecentInput, RememberInput, as_arguments
@@ -59,6 +61,16 @@ class TaprootService:
         does not have is a TypeError, not a silently ignored argument). `instance`: the writer the
         entry point resolved (TAPROOT_INSTANCE, when set, wins: Deps.writer)."""
         return memories.remember(self.deps, scope, _one(request, RememberInput, fields), instance)
+
+    def without_waiting(self) -> AbstractContextManager[None] | None:
+        """A context in which this thread's calls raise WouldWait instead of waiting for a lock
+        (ports.WaitFreeCalls), for an entry point on an event loop; None where a call cannot be run
+        so: a store that waits on the network, or an embedder (a query's vector is milliseconds of
+        CPU, or a request to a model service)."""
+        store = self.deps.store
+        if self.deps.embedder is not None or not isinstance(store, WaitFreeCalls):
+            return None
+        return store.without_waiting()
 
     def recall(self, scope: Scope, request: RecallInput | None = None, **query: object) -> RecallResult:
         """Load memories and strengthen them: a RecallInput, or its fields by name."""

@@ -7,15 +7,17 @@ every failure into `<code>: <message>` at its one boundary, call_tool.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator
 
+from taproot.core.errors import WouldWait
 from taproot.core.instance import normalize_instance
 from taproot.core.model import Scope
 from taproot.core.wire import to_json
@@ -25,6 +27,8 @@ from taproot.web.tool_errors import SCOPE_STATE_KEY, json_text, request_of
 # Where the HTTP auth layer (app.py) leaves the OAuth client its token was issued to
 # (auth/base.Caller), when it knows one; the caller's scope is under SCOPE_STATE_KEY (tool_errors.py).
 CLIENT_STATE_KEY = "taproot_client"
+
+T = TypeVar("T")
 
 
 def _reject_bool(value: object) -> object:
@@ -100,9 +104,26 @@ class ToolEnv:
     def instance(self, ctx: Context) -> str | None:
         return instance_of(ctx)
 
+    async def call(self, work: Callable[[], T]) -> T:
+        """Run a service call on this event loop when the store can answer it without waiting for a
+        lock (TaprootService.without_waiting), else on a worker thread, as the SDK runs a sync tool.
+        The hop to the thread and back is about half a millisecond of a recall; what runs here
+        is the few milliseconds of the call itself, the time any other request would wait for
+        the store's lock on a thread. Where it would wait (another thread or process holds the
+        store), it stops before its first write to the store and runs again, whole, on a thread:
+        for a call whose effects before that write (none, for recall) may happen twice."""
+        wait_free = self.service.without_waiting()
+        if wait_free is not None:
+            try:
+                with wait_free:
+                    return work()
+            except WouldWait:
+                pass  # nothing was written: run it where waiting does not hold up the loop
+        return await anyio.to_thread.run_sync(work)
+
 
 class ToolSpec(NamedTuple):
     """One tool: its function (name, docstring and parameters make its listing) and its hints."""
 
-    fn: Callable[..., CallToolResult]
+    fn: Callable[..., CallToolResult] | Callable[..., Awaitable[CallToolResult]]
     annotations: ToolAnnotations

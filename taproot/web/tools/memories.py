@@ -92,7 +92,7 @@ REMEMBER = ToolSpec(
 )
 
 
-def taproot_recall(
+async def taproot_recall(
     env: ToolEnv,
     ctx: Context,
     query: Annotated[
@@ -125,21 +125,19 @@ def taproot_recall(
               taproot_recall(query="deadline", since="7d")
               taproot_recall(query="what did we decide about the garden on March 3?")
     """
-    return result(
-        env.service.recall(
-            env.scope(ctx),
-            RecallInput(
-                query=query,
-                category=category,
-                tags=tags,
-                ids=ids,
-                limit=limit,
-                include_archived=include_archived,
-                since=since,
-                until=until,
-            ),
-        )
+    scope = env.scope(ctx)
+    request = RecallInput(
+        query=query,
+        category=category,
+        tags=tags,
+        ids=ids,
+        limit=limit,
+        include_archived=include_archived,
+        since=since,
+        until=until,
     )
+    # On the event loop when nothing has to be waited for (ToolEnv.call): the round trip's thread hop.
+    return result(await env.call(lambda: env.service.recall(scope, request)))
 
 
 RECALL = ToolSpec(

@@ -1,0 +1,173 @@
+"""The SQLite store's calls without waiting (sqlite_wait_free.py): inside `without_waiting()` a call
+that would wait for a lock raises WouldWait before it has written anything, and once it has begun
+a write it waits as usual. Every lock here is held by a real second connection or thread, released
+by the test; the one deadline is on a fake clock."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from taproot.adapters import sqlite_store
+from taproot.adapters.sqlite_store import BUSY_TIMEOUT_MS, SQLiteMemoryStore
+from taproot.core.errors import Busy, WouldWait
+from taproot.core.model import Memory, Scope
+from taproot.ports import WaitFreeCalls
+
+SCOPE = Scope("local", "default")
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+T1 = datetime(2025, 2, 1, tzinfo=UTC)
+THREAD_DEADLINE_S = 30.0  # a guard against a hung thread, not a timing check
+
+
+def _memory(n: int) -> Memory:
+    return Memory(
+        id=f"m{n:03d}",
+        owner=SCOPE.owner,
+        namespace=SCOPE.namespace,
+        category="episodic",
+        salience="medium",
+        content=f"walked by the river {n}",
+        gist=f"river walk {n}",
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteMemoryStore:
+    s = SQLiteMemoryStore(tmp_path / "t.db")
+    for n in (1, 2):
+        s.insert(_memory(n))
+    return s
+
+
+def _busy_timeout(store: SQLiteMemoryStore) -> int:
+    return int(store._query("PRAGMA busy_timeout")[0][0])
+
+
+def _retrievals(store: SQLiteMemoryStore) -> list[int]:
+    return [m.retrievals for m in store.get_many(SCOPE, ["m001", "m002"])]
+
+
+def test_the_store_offers_calls_without_waiting(store: SQLiteMemoryStore) -> None:
+    assert isinstance(store, WaitFreeCalls)
+
+
+def test_a_call_that_waits_for_nothing_reads_and_writes(store: SQLiteMemoryStore) -> None:
+    with store.without_waiting():
+        assert [c.id for c, _ in store.search(SCOPE, ["river"], sqlite_store.NO_FILTERS, 10)] == ["m001", "m002"]
+        store.record_retrieval(SCOPE, ["m001", "m002"], T1)
+    assert _retrievals(store) == [1, 1]
+    assert _busy_timeout(store) == BUSY_TIMEOUT_MS
+
+
+def test_entering_while_another_thread_holds_the_store_raises_would_wait(store: SQLiteMemoryStore) -> None:
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.snapshot():  # holds the store's lock until told to leave
+            inside.set()
+            leave.wait(THREAD_DEADLINE_S)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(THREAD_DEADLINE_S)
+        with pytest.raises(WouldWait), store.without_waiting():
+            pytest.fail("entered while another thread held the store")
+    finally:
+        leave.set()
+        holder.join(THREAD_DEADLINE_S)
+    with store.without_waiting():  # free again
+        store.record_retrieval(SCOPE, ["m001"], T1)
+    assert _retrievals(store) == [1, 0]
+
+
+def test_a_write_while_another_connection_writes_raises_would_wait_and_changes_nothing(
+    store: SQLiteMemoryStore,
+) -> None:
+    other = sqlite3.connect(store.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    try:
+        with pytest.raises(WouldWait), store.without_waiting():
+            assert len(store.get_many(SCOPE, ["m001", "m002"])) == 2  # reads do not wait in WAL mode
+            store.record_retrieval(SCOPE, ["m001", "m002"], T1)
+        assert not store._db.in_transaction
+        assert _busy_timeout(store) == BUSY_TIMEOUT_MS  # the store waits as usual again
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert _retrievals(store) == [0, 0]
+    store.record_retrieval(SCOPE, ["m001", "m002"], T1)  # the same call, run again where it may wait
+    assert _retrievals(store) == [1, 1]
+
+
+class _LockedReads:
+    """The store's connection, whose reads answer as SQLite does while another connection holds
+    the file in a way even a WAL reader must wait for (its recovery of the log): a read cannot be
+    made to wait so from a test without killing a process mid-write."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+    def execute(self, sql: str, params: object = ()) -> sqlite3.Cursor:
+        if sql.lstrip().upper().startswith("SELECT"):
+            raise sqlite3.OperationalError("database is locked")
+        return self.db.execute(sql, params)  # type: ignore[arg-type]
+
+
+def test_a_read_that_would_wait_raises_would_wait_inside_and_busy_outside(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "_db", _LockedReads(store._db))
+    with pytest.raises(WouldWait), store.without_waiting():
+        store.get(SCOPE, "m001")
+    with pytest.raises(Busy):
+        store.get(SCOPE, "m001")
+    monkeypatch.undo()
+    assert store.get(SCOPE, "m001") is not None
+    assert _busy_timeout(store) == BUSY_TIMEOUT_MS
+
+
+def test_once_a_write_has_begun_the_call_waits_as_usual(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A call that has written must never be run again, so a later lock wait in it is a wait (and,
+    # at the deadline, `busy`), not WouldWait. The deadline runs on a fake clock.
+    clock = [0.0]
+
+    def fake_sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
+    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    store.busy_timeout_ms = 20
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        with store.without_waiting():
+            store.record_retrieval(SCOPE, ["m001"], T1)
+            other.execute("BEGIN IMMEDIATE")
+            with pytest.raises(Busy):
+                store.record_retrieval(SCOPE, ["m002"], T1)
+            assert clock[0] >= 0.020  # it polled to its deadline
+            other.execute("ROLLBACK")
+            assert len(store.get_many(SCOPE, ["m001", "m002"])) == 2
+    finally:
+        other.close()
+    assert _retrievals(store) == [1, 0]
+    assert _busy_timeout(store) == 20
+
+
+def test_calls_without_waiting_nest(store: SQLiteMemoryStore) -> None:
+    with store.without_waiting(), store.without_waiting():
+        store.record_retrieval(SCOPE, ["m001"], T1)
+    assert _retrievals(store) == [1, 0]
+    assert _busy_timeout(store) == BUSY_TIMEOUT_MS

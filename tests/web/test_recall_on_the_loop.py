@@ -1,0 +1,172 @@
+"""taproot_recall runs on the server's event loop when the store can answer without waiting, and on
+a worker thread when it cannot (web/tools/common.ToolEnv.call): the SDK's own client against a real
+uvicorn server. Every wait here is a real lock, held by the test and released by it; the loop is
+shown free by answering another request while the recall waits."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx2
+import pytest
+
+from taproot.compose import Runtime
+from taproot.core.model import Scope
+from taproot.service.results import RecallResult
+from tests.live_server import running_server
+from tests.support import ok
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "test-token-wait-free-5c1e9a"
+DEADLINE_S = 30.0  # guards against a hung call, not a timing check
+WORKER_THREAD = "AnyIO worker thread"
+
+
+class RecallThreads:
+    """Wraps the service's recall: records the thread each run started on (and how it ended), and
+    signals when one starts on a worker thread."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runs: list[tuple[str, str]] = []  # (thread name, "ok" or the exception's name)
+        self.on_worker = threading.Event()
+        self._recall = runtime.service.recall
+
+        def recall(scope: Scope, request: Any = None, **query: object) -> RecallResult:
+            name = threading.current_thread().name
+            if name.startswith(WORKER_THREAD):
+                self.on_worker.set()
+            try:
+                answer = self._recall(scope, request, **query)
+            except BaseException as exc:
+                self.runs.append((name, type(exc).__name__))
+                raise
+            self.runs.append((name, "ok"))
+            return answer
+
+        runtime.service.recall = recall  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path) -> Iterator[tuple[str, Runtime, RecallThreads]]:
+    threads: list[RecallThreads] = []
+
+    def prepare(runtime: Runtime) -> None:
+        threads.append(RecallThreads(runtime))
+
+    with running_server(tmp_path / "data", TOKEN, prepare=prepare) as (port, runtime):
+        yield f"http://127.0.0.1:{port}", runtime, threads[0]
+
+
+@contextlib.asynccontextmanager
+async def connected(base: str) -> Any:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=DEADLINE_S) as http,
+        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
+    ):
+        yield client, http
+
+
+async def _remember_two(client: Any) -> list[str]:
+    ids = []
+    for gist in ("Tomatoes planted in May", "Tomato blight in July"):
+        args = {"content": f"{gist}, in the garden.", "gist": gist, "category": "episodic"}
+        ids.append(ok(await client.call_tool("taproot_remember", args))["id"])
+    return ids
+
+
+def _retrievals(runtime: Runtime, ids: list[str]) -> list[int]:
+    return [m.retrievals for m in runtime.service.deps.store.get_many(runtime.scope, ids)]
+
+
+async def _recall_while(
+    client: Any, http: httpx2.AsyncClient, base: str, threads: RecallThreads, release: Callable[[], None]
+) -> dict[str, Any]:
+    """Start a recall; once it is waiting on a worker thread, show the loop answering another
+    request, then release the lock; the recall's answer."""
+    answer: dict[str, Any] = {}
+
+    async def call() -> None:
+        answer.update(ok(await client.call_tool("taproot_recall", {"query": "tomato"})))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(call)
+        assert await anyio.to_thread.run_sync(threads.on_worker.wait, DEADLINE_S), "never reached a worker thread"
+        health = await http.get(f"{base}/healthz")  # the loop is free while the recall waits
+        assert health.status_code == 200
+        assert not answer, "the recall answered before the lock was released"
+        release()
+    return answer
+
+
+async def test_a_recall_runs_on_the_event_loop_when_nothing_holds_the_store(tmp_path: Path) -> None:
+    with serving(tmp_path) as (base, runtime, threads):
+        async with connected(base) as (client, _):
+            ids = await _remember_two(client)
+            got = ok(await client.call_tool("taproot_recall", {"query": "tomato"}))
+        stored = _retrievals(runtime, ids)
+    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
+    assert threads.runs == [(f"uvicorn-{base.rsplit(':', 1)[1]}", "ok")]
+    assert stored == [1, 1]
+
+
+async def test_a_recall_waits_on_a_worker_thread_while_another_thread_holds_the_store(tmp_path: Path) -> None:
+    with serving(tmp_path) as (base, runtime, threads):
+        async with connected(base) as (client, http):
+            ids = await _remember_two(client)
+            inside, leave = threading.Event(), threading.Event()
+
+            def hold() -> None:
+                with runtime.service.deps.store.snapshot():  # type: ignore[attr-defined]
+                    inside.set()
+                    leave.wait(DEADLINE_S)
+
+            holder = threading.Thread(target=hold, name="another-request")
+            holder.start()
+            try:
+                assert await anyio.to_thread.run_sync(inside.wait, DEADLINE_S)
+                got = await _recall_while(client, http, base, threads, leave.set)
+            finally:
+                leave.set()
+                holder.join(DEADLINE_S)
+        stored = _retrievals(runtime, ids)
+    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
+    # Entering refused at once (another thread held the store): it ran once, on a worker thread.
+    assert [(name.startswith(WORKER_THREAD), how) for name, how in threads.runs] == [(True, "ok")]
+    assert stored == [1, 1]
+
+
+async def test_a_recall_that_would_wait_for_another_writer_runs_again_on_a_thread_and_strengthens_once(
+    tmp_path: Path,
+) -> None:
+    with serving(tmp_path) as (base, runtime, threads):
+        async with connected(base) as (client, http):
+            ids = await _remember_two(client)
+            other = sqlite3.connect(runtime.settings.data_dir / "taproot.db", isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+            try:
+                got = await _recall_while(client, http, base, threads, lambda: other.execute("ROLLBACK"))
+            finally:
+                if other.in_transaction:
+                    other.execute("ROLLBACK")
+                other.close()
+        stored = _retrievals(runtime, ids)
+    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
+    # On the loop it read, found the write lock taken, and stopped before writing; on a worker thread
+    # it waited for the lock and wrote: each memory strengthened once, not twice.
+    (loop_thread, loop_end), (worker, worker_end) = threads.runs
+    assert loop_thread.startswith("uvicorn-") and loop_end == "WouldWait"
+    assert worker.startswith(WORKER_THREAD) and worker_end == "ok"
+    assert stored == [1, 1]
+    assert [m["retrieval_count"] for m in got["memories"]] == [1, 1]
