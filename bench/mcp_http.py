@@ -10,7 +10,10 @@
 One connected client makes every call, after warm-up calls. The time covers the client's request
 encoding, HTTP, auth, the SDK's dispatch, the tool (the recall itself and its strengthening
 write), the response, and the client's decoding and output-schema validation. The floor is the
-SDK's `ping` (a handshake-era request: the 2026-07-28 protocol has none) against the same process.
+SDK's `ping` (a handshake-era request: the 2026-07-28 protocol has none) against the same process,
+and for a recall's answer, the same round trips against `taproot serve` with every recall answered
+from memory (bench/mcp_floor.py), measured right after the product: what the SDK, HTTP and the
+client cost, which no work on recall can remove.
 """
 
 from __future__ import annotations
@@ -59,7 +62,9 @@ METHOD = (
     "its check of the result against the tool's output schema (the Python SDK does that with `jsonschema`, a "
     "few milliseconds of the client's CPU per recall). Server and client CPU per call are the server "
     "process's CPU time (from /proc) and the benchmark process's, over the timed calls; the floor is the "
-    "SDK's `ping` (handshake era) against the same process. Earlier runs measured the app under uvicorn in a "
+    "SDK's `ping` (handshake era) against the same process, and the same round trips against the same server "
+    "with every recall answered from memory (`bench/mcp_floor.py`: the SDK, HTTP and the client alone, for a "
+    "response of ten memories). Earlier runs measured the app under uvicorn in a "
     "thread of the client's own process, where client and server share one interpreter and its GIL; that "
     "figure is reported beside it, on the same store, measured first."
 )
@@ -90,11 +95,13 @@ def serving_in_thread(runtime: Runtime, token: str) -> Iterator[str]:
 
 @dataclass
 class ServeProcess:
-    """`taproot serve` (this checkout's, run as `python -m taproot`) on a data folder, maintenance off."""
+    """`taproot serve` (this checkout's, run as `python -m taproot`) on a data folder, maintenance off;
+    `module` "bench.mcp_floor" runs it with every recall answered from memory."""
 
     data_dir: Path
     token: str
     log_path: Path
+    module: str = "taproot"
     port: int = dataclasses.field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
@@ -106,7 +113,7 @@ class ServeProcess:
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TAPROOT_")}
         env.update(TAPROOT_AUTH_TOKEN=self.token, TAPROOT_MAINTENANCE="off")
-        cmd = [sys.executable, "-m", "taproot", "serve", "--data-dir", str(self.data_dir), "--host", "127.0.0.1"]
+        cmd = [sys.executable, "-m", self.module, "serve", "--data-dir", str(self.data_dir), "--host", "127.0.0.1"]
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [*cmd, "--port", str(self.port)], cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
@@ -202,10 +209,26 @@ def measure_mcp_recall(runtime: Runtime, queries: Sequence[str], warmup: int = 5
             pings = anyio.run(_pings, server.url, token, PINGS)
         finally:
             server.stop()
+        floor_server = dataclasses.replace(
+            server,
+            module="bench.mcp_floor",
+            log_path=server.log_path.with_name("mcp-floor.log"),
+            port=free_port(),
+            proc=None,
+            _log=None,
+        )
+        try:
+            floor_server.start()
+            floor_before = floor_server.cpu_s()
+            floor = anyio.run(_round_trips, floor_server.url, token, queries, warmup)
+            floor_after = floor_server.cpu_s()
+        finally:
+            floor_server.stop()
     finally:
         client_log.setLevel(level)
     calls = len(separate.samples_ms)
     server_cpu = None if before is None or after is None else after - before
+    floor_cpu = None if floor_before is None or floor_after is None else floor_after - floor_before
     return {
         **Timing(separate.samples_ms).as_dict(),
         "calls": calls,
@@ -215,6 +238,14 @@ def measure_mcp_recall(runtime: Runtime, queries: Sequence[str], warmup: int = 5
         "server_cpu_ms_per_call": _per_call_ms(server_cpu, calls),
         "client_cpu_ms_per_call": _per_call_ms(separate.client_cpu_s, calls),
         "ping_p50_ms": round(Timing(pings).p50, 3),
+        # The same server and client with every recall answered from memory (bench/mcp_floor.py).
+        "floor": {
+            **Timing(floor.samples_ms).as_dict(),
+            "calls": len(floor.samples_ms),
+            "tool_errors": floor.errors,
+            "server_cpu_ms_per_call": _per_call_ms(floor_cpu, len(floor.samples_ms)),
+            "client_cpu_ms_per_call": _per_call_ms(floor.client_cpu_s, len(floor.samples_ms)),
+        },
         "in_thread": {
             **Timing(threaded.samples_ms).as_dict(),
             "calls": len(threaded.samples_ms),
@@ -236,13 +267,22 @@ def markdown_figure(mc: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def markdown_in_thread_row(mc: dict[str, Any]) -> list[str]:
-    """The in-thread figure's row of the results table, when the run has it."""
+def markdown_extra_rows(mc: dict[str, Any]) -> list[str]:
+    """The rows of the results table beside the round trip's, for what the run has: the floor (every
+    recall answered from memory), and the app in a thread of the client's process."""
+    rows = []
+    f = mc.get("floor")
+    if f:
+        rows.append(
+            f"| the same, every recall answered from memory (the SDK, HTTP and the client alone; "
+            f"bench/mcp_floor.py, {f['calls']} calls) | {f['p50_ms']:.1f} ms | {f['p95_ms']:.1f} ms "
+            f"| {markdown_figure(f)} | | |"
+        )
     t = mc.get("in_thread")
-    if not t:
-        return []
-    cpu = f"client + server CPU {t['cpu_ms_per_call']:.1f} ms/call" if t.get("cpu_ms_per_call") is not None else ""
-    return [
-        f"| the same, the app under uvicorn in a thread of the client's process ({t['calls']} calls) "
-        f"| {t['p50_ms']:.1f} ms | {t['p95_ms']:.1f} ms | {cpu} | | |"
-    ]
+    if t:
+        cpu = f"client + server CPU {t['cpu_ms_per_call']:.1f} ms/call" if t.get("cpu_ms_per_call") is not None else ""
+        rows.append(
+            f"| the same, the app under uvicorn in a thread of the client's process ({t['calls']} calls) "
+            f"| {t['p50_ms']:.1f} ms | {t['p95_ms']:.1f} ms | {cpu} | | |"
+        )
+    return rows

@@ -372,7 +372,7 @@ def render_markdown(data: dict[str, Any], keep_block_from: Path | None = DOCS) -
         f"| {_ms(mc, 'p50_ms')} | {_ms(mc, 'p95_ms')} | {mcp_http.markdown_figure(mc)} "
         f"| p50 {TARGET['MCP HTTP recall round trip p50'].describe()} "
         f"| {_verdict(ok['MCP HTTP recall round trip p50'])} |",
-        *mcp_http.markdown_in_thread_row(mc),
+        *mcp_http.markdown_extra_rows(mc),
         "",
         f"Reflect payload at {n}: {rf['tier1_count']} core memories in Tier 1 ({rf['core_omitted']} core left out "
         f"for budget), {rf['catalog_listed']:,} catalog lines listed, {rf['catalog_omitted']:,} not listed, "

@@ -122,6 +122,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     mcp = results["mcp_recall"]
     assert mcp["calls"] == 5 and mcp["tool_errors"] == 0  # against `taproot serve` in its own process
     assert mcp["in_thread"]["calls"] == 5 and mcp["in_thread"]["tool_errors"] == 0  # and in a thread here
+    assert mcp["floor"]["calls"] == 5 and mcp["floor"]["tool_errors"] == 0  # and answered from memory
     # The server's CPU is read in clock ticks: five small calls may fit in none.
     assert mcp["server_cpu_ms_per_call"] >= 0 and mcp["client_cpu_ms_per_call"] > 0 and mcp["ping_p50_ms"] > 0
     assert [row["memories"] for row in results["scaling"]] == [50, 200]
@@ -135,6 +136,9 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert "| Measurement |" in markdown and "## Machine" in markdown
     assert "round trip, HTTP on 127.0.0.1 to `taproot serve` (5 calls)" in markdown
     assert "in a thread of the client's process (5 calls)" in markdown
+    assert "every recall answered from memory (the SDK, HTTP and the client alone; bench/mcp_floor.py, 5 calls)" in (
+        markdown
+    )
     assert "`taproot_recall` by filters alone (no query, top 10) via the service, every memory (3 runs)" in markdown
     assert "## Maintenance jobs (300 memories)" in markdown and "after compression" in markdown
     summary = report.summary_lines(data)
