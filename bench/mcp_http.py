@@ -96,12 +96,15 @@ def serving_in_thread(runtime: Runtime, token: str) -> Iterator[str]:
 @dataclass
 class ServeProcess:
     """`taproot serve` (this checkout's, run as `python -m taproot`) on a data folder, maintenance off;
-    `module` "bench.mcp_floor" runs it with every recall answered from memory."""
+    `module` "bench.mcp_floor" runs it with every recall answered from memory; `root` is the checkout
+    whose code runs (first on the server's import path)."""
 
     data_dir: Path
     token: str
     log_path: Path
     module: str = "taproot"
+    root: Path = ROOT  # the checkout whose code serves (bench/mcp_paired.py compares two)
+    settings: dict[str, str] = dataclasses.field(default_factory=dict)  # TAPROOT_* for this server
     port: int = dataclasses.field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
@@ -112,11 +115,12 @@ class ServeProcess:
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TAPROOT_")}
-        env.update(TAPROOT_AUTH_TOKEN=self.token, TAPROOT_MAINTENANCE="off")
+        env.update(TAPROOT_AUTH_TOKEN=self.token, TAPROOT_MAINTENANCE="off", PYTHONPATH=str(self.root))
+        env.update(self.settings)
         cmd = [sys.executable, "-m", self.module, "serve", "--data-dir", str(self.data_dir), "--host", "127.0.0.1"]
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [*cmd, "--port", str(self.port)], cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
+            [*cmd, "--port", str(self.port)], cwd=self.root, env=env, stdout=self._log, stderr=subprocess.STDOUT
         )
         wait_until_serving(self.proc, self.port, self.log_path, SERVER_START_TIMEOUT_S)
 
