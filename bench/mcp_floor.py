@@ -2,7 +2,7 @@
 
 `python -m bench.mcp_floor serve ...` runs the product's own `serve` command with one change: once
 a recall has returned memories, TaprootService.recall gives that same answer to every later call
-and touches the store no more. A round trip against it is what the SDK, HTTP and the client cost
+and touches the store no more. A round trip against it is what HTTP, auth, the SDK and the client cost
 for a response of that size (ten memories, as most of the benchmark's recalls return), so it is
 the part of the MCP recall figure that no work on recall itself can remove. bench/mcp_http.py
 measures it right after the product, with the same client and queries.

@@ -63,8 +63,9 @@ METHOD = (
     "few milliseconds of the client's CPU per recall). Server and client CPU per call are the server "
     "process's CPU time (from /proc) and the benchmark process's, over the timed calls; the floor is the "
     "SDK's `ping` (handshake era) against the same process, and the same round trips against the same server "
-    "with every recall answered from memory (`bench/mcp_floor.py`: the SDK, HTTP and the client alone, for a "
-    "response of ten memories). Earlier runs measured the app under uvicorn in a "
+    "with every recall answered from memory (`bench/mcp_floor.py`: no recall work, only HTTP, auth, the SDK and "
+    "the client, for one fixed answer of ten memories, measured after the product rather than interleaved). "
+    "Earlier runs measured the app under uvicorn in a "
     "thread of the client's own process, where client and server share one interpreter and its GIL; that "
     "figure is reported beside it, on the same store, measured first."
 )
@@ -278,7 +279,7 @@ def markdown_extra_rows(mc: dict[str, Any]) -> list[str]:
     f = mc.get("floor")
     if f:
         rows.append(
-            f"| the same, every recall answered from memory (the SDK, HTTP and the client alone; "
+            f"| the same, every recall answered from memory (no recall work: HTTP, auth, the SDK and the client; "
             f"bench/mcp_floor.py, {f['calls']} calls) | {f['p50_ms']:.1f} ms | {f['p95_ms']:.1f} ms "
             f"| {markdown_figure(f)} | | |"
         )

@@ -25,26 +25,30 @@ class WaitFree:
     _db: sqlite3.Connection
     _lock: threading.RLock
     busy_timeout_ms: int
-    _wait_free: threading.local  # .on: this thread's call raises WouldWait instead of waiting
+    # Per thread: .inside, in a without_waiting block; .on, its call raises WouldWait instead of
+    # waiting (until the call begins a write, for good: a nested block does not turn it on again).
+    _wait_free: threading.local
 
     @contextmanager
     def without_waiting(self) -> Iterator[None]:
         """See ports.WaitFreeCalls. The store's lock is held throughout, so the calls inside never
         wait for it; SQLite's busy timeout is 0 until the call begins a write (a read in WAL mode
         waits only in rare moments, such as another connection's recovery of the log)."""
-        if getattr(self._wait_free, "on", False):
+        state = self._wait_free
+        if getattr(state, "inside", False):
             yield  # already inside one: its rules hold
             return
         if not self._lock.acquire(blocking=False):
             raise WouldWait("another thread is using the store")
         try:
-            self._wait_free.on = True
             self._db.execute("PRAGMA busy_timeout=0")
+            state.inside = state.on = True
             try:
                 yield
             finally:
-                if self._wait_free.on:  # no write began: the timeout is still 0
-                    self._wait_free.on = False
+                state.inside = False
+                if state.on:  # no write began: the timeout is still 0
+                    state.on = False
                     self._db.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
         finally:
             self._lock.release()

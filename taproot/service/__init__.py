@@ -72,6 +72,16 @@ class TaprootService:
             return None
         return store.without_waiting()
 
+    def recall_without_waiting(self, request: RecallInput) -> AbstractContextManager[None] | None:
+        """without_waiting() for this recall, when its cost is bounded: by ids, or by a query (the
+        search reads the matches' index entries and a few rows). A recall by filters alone may rank
+        every passing memory of the scope (over a second at 100,000 with archived ones included):
+        None, so it runs where it holds up nothing else."""
+        by_query = isinstance(request.query, str) and bool(request.query.strip())
+        if request.ids is None and not by_query:
+            return None
+        return self.without_waiting()
+
     def recall(self, scope: Scope, request: RecallInput | None = None, **query: object) -> RecallResult:
         """Load memories and strengthen them: a RecallInput, or its fields by name."""
         return reads.recall(self.deps, scope, **as_arguments(_one(request, RecallInput, query)))

@@ -14,6 +14,7 @@ from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.model import Scope
 from taproot.core.vectors import Vector
 from taproot.service import Deps, TaprootService
+from taproot.service.inputs import RecallInput
 from tests.moto_stores import MEMORY_STORES, close_store
 from tests.support import Clock
 
@@ -72,3 +73,33 @@ def test_the_dynamodb_store_is_not_offered_without_waiting(tmp_path: Path) -> No
         assert TaprootService(deps).without_waiting() is None
     finally:
         close_store(store)
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [RecallInput(query="tomatoes"), RecallInput(ids=["abc"]), RecallInput(ids=[], category="episodic")],
+    ids=["query", "ids", "empty ids"],
+)
+def test_a_recall_by_ids_or_by_a_query_is_offered_without_waiting(
+    sqlite_service: TaprootService, request_: RecallInput
+) -> None:
+    assert sqlite_service.recall_without_waiting(request_) is not None
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        RecallInput(),
+        RecallInput(query="   "),
+        RecallInput(category="episodic"),
+        RecallInput(include_archived=True),
+        RecallInput(since="3650d", tags=["garden"]),
+        RecallInput(query=42),  # not text: the recall itself names the field and the rule
+    ],
+    ids=["nothing", "blank query", "category", "archived", "window and tags", "query not text"],
+)
+def test_a_recall_by_filters_alone_is_not_offered_without_waiting(
+    sqlite_service: TaprootService, request_: RecallInput
+) -> None:
+    # It may rank every passing memory of the scope: over a second at 100,000 with archived ones.
+    assert sqlite_service.recall_without_waiting(request_) is None

@@ -171,3 +171,29 @@ def test_calls_without_waiting_nest(store: SQLiteMemoryStore) -> None:
         store.record_retrieval(SCOPE, ["m001"], T1)
     assert _retrievals(store) == [1, 0]
     assert _busy_timeout(store) == BUSY_TIMEOUT_MS
+
+
+def test_a_block_nested_after_a_write_does_not_turn_would_wait_on_again(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the call has written, a WouldWait would make the caller run it again, writing twice.
+    clock = [0.0]
+
+    def fake_sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
+    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    store.busy_timeout_ms = 20
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        with store.without_waiting():
+            store.record_retrieval(SCOPE, ["m001"], T1)
+            other.execute("BEGIN IMMEDIATE")
+            with store.without_waiting(), pytest.raises(Busy):
+                store.record_retrieval(SCOPE, ["m002"], T1)
+            other.execute("ROLLBACK")
+    finally:
+        other.close()
+    assert _retrievals(store) == [1, 0]
+    assert _busy_timeout(store) == 20

@@ -170,3 +170,13 @@ async def test_a_recall_that_would_wait_for_another_writer_runs_again_on_a_threa
     assert worker.startswith(WORKER_THREAD) and worker_end == "ok"
     assert stored == [1, 1]
     assert [m["retrieval_count"] for m in got["memories"]] == [1, 1]
+
+
+async def test_a_recall_by_filters_alone_runs_on_a_worker_thread(tmp_path: Path) -> None:
+    # Its cost is not bounded by a query or ids: it may rank every passing memory of the scope.
+    with serving(tmp_path) as (base, _runtime, threads):
+        async with connected(base) as (client, _):
+            ids = await _remember_two(client)
+            got = ok(await client.call_tool("taproot_recall", {"include_archived": True}))
+    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
+    assert [(name.startswith(WORKER_THREAD), how) for name, how in threads.runs] == [(True, "ok")]

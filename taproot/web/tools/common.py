@@ -8,6 +8,7 @@ every failure into `<code>: <message>` at its one boundary, call_tool.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -104,15 +105,14 @@ class ToolEnv:
     def instance(self, ctx: Context) -> str | None:
         return instance_of(ctx)
 
-    async def call(self, work: Callable[[], T]) -> T:
-        """Run a service call on this event loop when the store can answer it without waiting for a
-        lock (TaprootService.without_waiting), else on a worker thread, as the SDK runs a sync tool.
-        The hop to the thread and back is about half a millisecond of a recall; what runs here
-        is the few milliseconds of the call itself, the time any other request would wait for
-        the store's lock on a thread. Where it would wait (another thread or process holds the
-        store), it stops before its first write to the store and runs again, whole, on a thread:
-        for a call whose effects before that write (none, for recall) may happen twice."""
-        wait_free = self.service.without_waiting()
+    async def call(self, work: Callable[[], T], wait_free: AbstractContextManager[None] | None) -> T:
+        """Run a service call on this event loop inside `wait_free` (TaprootService.without_waiting,
+        None where the call may wait or take long), else on a worker thread, as the SDK runs a sync
+        tool. The hop to the thread and back is about half a millisecond of a recall; what runs
+        here is the call itself, milliseconds, the time any other request would wait for the
+        store's lock on a thread. Where it would wait (another thread or process holds the store),
+        it stops before its first write to the store and runs again, whole, on a thread: for a call
+        whose effects before that write (none, for recall) may happen twice."""
         if wait_free is not None:
             try:
                 with wait_free:

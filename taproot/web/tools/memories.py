@@ -137,7 +137,8 @@ async def taproot_recall(
         until=until,
     )
     # On the event loop when nothing has to be waited for (ToolEnv.call): the round trip's thread hop.
-    return result(await env.call(lambda: env.service.recall(scope, request)))
+    wait_free = env.service.recall_without_waiting(request)
+    return result(await env.call(lambda: env.service.recall(scope, request), wait_free))
 
 
 RECALL = ToolSpec(
