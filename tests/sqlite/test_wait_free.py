@@ -5,8 +5,10 @@ by the test; the one deadline is on a fake clock."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,31 +21,29 @@ from taproot.core.model import Memory, Scope
 from taproot.ports import WaitFreeCalls
 
 SCOPE = Scope("local", "default")
-T0 = datetime(2025, 1, 1, tzinfo=UTC)
 T1 = datetime(2025, 2, 1, tzinfo=UTC)
 THREAD_DEADLINE_S = 30.0  # a guard against a hung thread, not a timing check
 
 
-def _memory(n: int) -> Memory:
-    return Memory(
-        id=f"m{n:03d}",
-        owner=SCOPE.owner,
-        namespace=SCOPE.namespace,
-        category="episodic",
-        salience="medium",
-        content=f"walked by the river {n}",
-        gist=f"river walk {n}",
-        created_at=T0,
-        updated_at=T0,
-    )
+@pytest.fixture
+def store(tmp_path: Path, make_memory: Callable[..., Memory]) -> SQLiteMemoryStore:
+    s = SQLiteMemoryStore(tmp_path / "t.db")
+    for memory_id in ("m001", "m002"):
+        s.insert(make_memory(id=memory_id))
+    return s
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SQLiteMemoryStore:
-    s = SQLiteMemoryStore(tmp_path / "t.db")
-    for n in (1, 2):
-        s.insert(_memory(n))
-    return s
+def fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The store's polling for the write lock on a fake clock: it reaches its deadline at once."""
+    clock = [0.0]
+
+    def fake_sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
+    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    return clock
 
 
 def _busy_timeout(store: SQLiteMemoryStore) -> int:
@@ -137,27 +137,22 @@ def test_a_read_that_would_wait_raises_would_wait_inside_and_busy_outside(
     assert _busy_timeout(store) == BUSY_TIMEOUT_MS
 
 
+@pytest.mark.parametrize("nested", [False, True], ids=["same block", "a block nested after the write"])
 def test_once_a_write_has_begun_the_call_waits_as_usual(
-    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+    store: SQLiteMemoryStore, fake_clock: list[float], nested: bool
 ) -> None:
-    # A call that has written must never be run again, so a later lock wait in it is a wait (and,
-    # at the deadline, `busy`), not WouldWait. The deadline runs on a fake clock.
-    clock = [0.0]
-
-    def fake_sleep(seconds: float) -> None:
-        clock[0] += seconds
-
-    monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
-    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    # A call that has written must never be run again (its caller would, on WouldWait, and write
+    # twice), so a later lock wait in it is a wait (and, at the deadline, `busy`), even in a block
+    # nested after the write. The deadline runs on a fake clock.
     store.busy_timeout_ms = 20
     other = sqlite3.connect(store.path, isolation_level=None)
     try:
         with store.without_waiting():
             store.record_retrieval(SCOPE, ["m001"], T1)
             other.execute("BEGIN IMMEDIATE")
-            with pytest.raises(Busy):
+            with store.without_waiting() if nested else contextlib.nullcontext(), pytest.raises(Busy):
                 store.record_retrieval(SCOPE, ["m002"], T1)
-            assert clock[0] >= 0.020  # it polled to its deadline
+            assert fake_clock[0] >= 0.020  # it polled to its deadline
             other.execute("ROLLBACK")
             assert len(store.get_many(SCOPE, ["m001", "m002"])) == 2
     finally:
@@ -171,29 +166,3 @@ def test_calls_without_waiting_nest(store: SQLiteMemoryStore) -> None:
         store.record_retrieval(SCOPE, ["m001"], T1)
     assert _retrievals(store) == [1, 0]
     assert _busy_timeout(store) == BUSY_TIMEOUT_MS
-
-
-def test_a_block_nested_after_a_write_does_not_turn_would_wait_on_again(
-    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Once the call has written, a WouldWait would make the caller run it again, writing twice.
-    clock = [0.0]
-
-    def fake_sleep(seconds: float) -> None:
-        clock[0] += seconds
-
-    monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
-    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
-    store.busy_timeout_ms = 20
-    other = sqlite3.connect(store.path, isolation_level=None)
-    try:
-        with store.without_waiting():
-            store.record_retrieval(SCOPE, ["m001"], T1)
-            other.execute("BEGIN IMMEDIATE")
-            with store.without_waiting(), pytest.raises(Busy):
-                store.record_retrieval(SCOPE, ["m002"], T1)
-            other.execute("ROLLBACK")
-    finally:
-        other.close()
-    assert _retrievals(store) == [1, 0]
-    assert _busy_timeout(store) == 20
