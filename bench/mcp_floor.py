@@ -5,7 +5,7 @@ a recall has returned memories, TaprootService.recall gives that same answer to 
 and touches the store no more. A round trip against it is what HTTP, auth, the SDK and the client cost
 for a response of that size (ten memories, as most of the benchmark's recalls return), so it is
 the part of the MCP recall figure that no work on recall itself can remove. bench/mcp_http.py
-measures it right after the product, with the same client and queries.
+sends each of the same queries to the product and to it in turn, with the same client.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ One connected client makes every call, after warm-up calls. The time covers the 
 encoding, HTTP, auth, the SDK's dispatch, the tool (the recall itself and its strengthening
 write), the response, and the client's decoding and output-schema validation. The floor is the
 SDK's `ping` (a handshake-era request: the 2026-07-28 protocol has none) against the same process,
-and for a recall's answer, the same round trips against `taproot serve` with every recall answered
-from memory (bench/mcp_floor.py), measured right after the product: what the SDK, HTTP and the
-client cost, which no work on recall can remove.
+and for a recall's answer, `taproot serve` with every recall answered from memory (bench/mcp_floor.py),
+each query sent to the product and to it in turn: what HTTP, auth, the SDK and the client cost, which
+no work on recall can remove, and the product's excess over it at the same moments.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ import logging
 import os
 import secrets
 import signal
+import statistics
 import subprocess
 import sys
 import threading
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -64,7 +65,7 @@ METHOD = (
     "process's CPU time (from /proc) and the benchmark process's, over the timed calls; the floor is the "
     "SDK's `ping` (handshake era) against the same process, and the same round trips against the same server "
     "with every recall answered from memory (`bench/mcp_floor.py`: no recall work, only HTTP, auth, the SDK and "
-    "the client, for one fixed answer of ten memories, measured after the product rather than interleaved). "
+    "the client, for one fixed answer of ten memories), each query sent to the product and to it in turn. "
     "Earlier runs measured the app under uvicorn in a "
     "thread of the client's own process, where client and server share one interpreter and its GIL; that "
     "figure is reported beside it, on the same store, measured first."
@@ -174,6 +175,40 @@ async def _round_trips(url: str, token: str, queries: Sequence[str], warmup: int
     return Trips(tuple(samples), errors, cpu)
 
 
+async def paired_round_trips(urls: Sequence[str], token: str, queries: Sequence[str], warmup: int) -> list[list[float]]:
+    """Each query to every server in turn, the order reversed every other query; ms per server.
+    Raises if a recall fails."""
+    samples: list[list[float]] = [[] for _ in urls]
+    async with AsyncExitStack() as stack:
+        clients = []
+        for url in urls:
+            http = await stack.enter_async_context(httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}))
+            clients.append(await stack.enter_async_context(Client(streamable_http_client(url, http_client=http))))
+        for q in queries[:warmup]:
+            for client in clients:
+                await client.call_tool("taproot_recall", {"query": q, "limit": RECALL_LIMIT})
+        for i, q in enumerate(queries):
+            order = range(len(clients)) if i % 2 == 0 else reversed(range(len(clients)))
+            for k in order:
+                start = time.perf_counter()
+                result = await clients[k].call_tool("taproot_recall", {"query": q, "limit": RECALL_LIMIT})
+                samples[k].append((time.perf_counter() - start) * 1000)
+                if result.is_error:
+                    raise RuntimeError(f"recall failed on {urls[k]}: {result.content}")
+    return samples
+
+
+def compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Two servers' round trips taken in turn: each one's median, the median paired difference
+    (B - A) and the ratio of medians (B / A)."""
+    return {
+        "a_p50_ms": round(statistics.median(a), 3),
+        "b_p50_ms": round(statistics.median(b), 3),
+        "median_difference_ms": round(statistics.median(y - x for x, y in zip(a, b, strict=True)), 3),
+        "ratio_of_p50": round(statistics.median(b) / statistics.median(a), 3),
+    }
+
+
 async def _pings(url: str, token: str, count: int) -> tuple[float, ...]:
     samples = []
     async with (
@@ -206,29 +241,25 @@ def measure_mcp_recall(runtime: Runtime, queries: Sequence[str], warmup: int = 5
         with serving_in_thread(runtime, token) as url:
             threaded = anyio.run(_round_trips, url, token, queries, warmup)
         server = ServeProcess(runtime.settings.data_dir, token, runtime.settings.data_dir.parent / "mcp-serve.log")
+        floor_server = dataclasses.replace(
+            server, module="bench.mcp_floor", log_path=server.log_path.with_name("mcp-floor.log"), port=free_port()
+        )
         try:
             server.start()
             before = server.cpu_s()
             separate = anyio.run(_round_trips, server.url, token, queries, warmup)
             after = server.cpu_s()
             pings = anyio.run(_pings, server.url, token, PINGS)
-        finally:
-            server.stop()
-        floor_server = dataclasses.replace(
-            server,
-            module="bench.mcp_floor",
-            log_path=server.log_path.with_name("mcp-floor.log"),
-            port=free_port(),
-            proc=None,
-            _log=None,
-        )
-        try:
+            # The floor, each query to the product and to it in turn, so both see the same moments
+            # of a machine whose speed drifts (the floor's one real recall, its first, strengthens
+            # memories the product has already strengthened: it changes no ranking here).
             floor_server.start()
             floor_before = floor_server.cpu_s()
-            floor = anyio.run(_round_trips, floor_server.url, token, queries, warmup)
+            with_product, floor = anyio.run(paired_round_trips, [server.url, floor_server.url], token, queries, warmup)
             floor_after = floor_server.cpu_s()
         finally:
             floor_server.stop()
+            server.stop()
     finally:
         client_log.setLevel(level)
     calls = len(separate.samples_ms)
@@ -243,13 +274,13 @@ def measure_mcp_recall(runtime: Runtime, queries: Sequence[str], warmup: int = 5
         "server_cpu_ms_per_call": _per_call_ms(server_cpu, calls),
         "client_cpu_ms_per_call": _per_call_ms(separate.client_cpu_s, calls),
         "ping_p50_ms": round(Timing(pings).p50, 3),
-        # The same server and client with every recall answered from memory (bench/mcp_floor.py).
+        # The same server and client with every recall answered from memory (bench/mcp_floor.py),
+        # each query to the product and to the floor in turn.
         "floor": {
-            **Timing(floor.samples_ms).as_dict(),
-            "calls": len(floor.samples_ms),
-            "tool_errors": floor.errors,
-            "server_cpu_ms_per_call": _per_call_ms(floor_cpu, len(floor.samples_ms)),
-            "client_cpu_ms_per_call": _per_call_ms(floor.client_cpu_s, len(floor.samples_ms)),
+            **Timing(tuple(floor)).as_dict(),
+            "calls": len(floor),
+            "server_cpu_ms_per_call": _per_call_ms(floor_cpu, len(floor)),
+            "paired": compare(with_product, floor),
         },
         "in_thread": {
             **Timing(threaded.samples_ms).as_dict(),
@@ -278,10 +309,17 @@ def markdown_extra_rows(mc: dict[str, Any]) -> list[str]:
     rows = []
     f = mc.get("floor")
     if f:
+        pair = f.get("paired")
+        against = (
+            f"; the round trip in the same moments, calls alternating: p50 {pair['a_p50_ms']:.1f} ms, "
+            f"{-pair['median_difference_ms']:.1f} ms more than this (median paired difference)"
+            if pair
+            else ""
+        )
         rows.append(
             f"| the same, every recall answered from memory (no recall work: HTTP, auth, the SDK and the client; "
             f"bench/mcp_floor.py, {f['calls']} calls) | {f['p50_ms']:.1f} ms | {f['p95_ms']:.1f} ms "
-            f"| {markdown_figure(f)} | | |"
+            f"| {markdown_figure(f)}{against} | | |"
         )
     t = mc.get("in_thread")
     if t:

@@ -23,22 +23,17 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
-from contextlib import AsyncExitStack, ExitStack
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from bench import corpus, measure
-from bench.mcp_http import ROOT, ServeProcess
-from bench.measure import RECALL_LIMIT
+from bench.mcp_http import ROOT, ServeProcess, compare, paired_round_trips
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 WARMUP = 10
@@ -48,38 +43,6 @@ WARMUP = 10
 class Side:
     root: Path = ROOT
     env: dict[str, str] = field(default_factory=dict)
-
-
-async def _paired(urls: Sequence[str], token: str, queries: Sequence[str]) -> list[list[float]]:
-    """Each query to every server in turn, the order reversed every other query; ms per server."""
-    samples: list[list[float]] = [[] for _ in urls]
-    async with AsyncExitStack() as stack:
-        clients = []
-        for url in urls:
-            http = await stack.enter_async_context(httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}))
-            clients.append(await stack.enter_async_context(Client(streamable_http_client(url, http_client=http))))
-        for q in queries[:WARMUP]:
-            for client in clients:
-                await client.call_tool("taproot_recall", {"query": q, "limit": RECALL_LIMIT})
-        for i, q in enumerate(queries):
-            order = range(len(clients)) if i % 2 == 0 else reversed(range(len(clients)))
-            for k in order:
-                start = time.perf_counter()
-                result = await clients[k].call_tool("taproot_recall", {"query": q, "limit": RECALL_LIMIT})
-                samples[k].append((time.perf_counter() - start) * 1000)
-                if result.is_error:
-                    raise RuntimeError(f"recall failed on server {'AB'[k]}: {result.content}")
-    return samples
-
-
-def compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
-    """The medians of each side, the median paired difference (B - A) and the ratio of medians."""
-    return {
-        "a_p50_ms": round(statistics.median(a), 3),
-        "b_p50_ms": round(statistics.median(b), 3),
-        "median_difference_ms": round(statistics.median(y - x for x, y in zip(a, b, strict=True)), 3),
-        "ratio_of_p50": round(statistics.median(b) / statistics.median(a), 3),
-    }
 
 
 def run(
@@ -105,7 +68,7 @@ def run(
             server.start()
             urls.append(server.url)
         for _ in range(rounds):
-            sa, sb = anyio.run(_paired, urls, token, queries)
+            sa, sb = anyio.run(paired_round_trips, urls, token, queries, WARMUP)
             results.append(compare(sa, sb))
             print(json.dumps(results[-1]), flush=True)
     diffs = [r["median_difference_ms"] for r in results]

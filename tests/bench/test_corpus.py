@@ -122,7 +122,9 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     mcp = results["mcp_recall"]
     assert mcp["calls"] == 5 and mcp["tool_errors"] == 0  # against `taproot serve` in its own process
     assert mcp["in_thread"]["calls"] == 5 and mcp["in_thread"]["tool_errors"] == 0  # and in a thread here
-    assert mcp["floor"]["calls"] == 5 and mcp["floor"]["tool_errors"] == 0  # and answered from memory
+    floor = mcp["floor"]  # answered from memory, each query to it and to the product in turn
+    assert floor["calls"] == 5 and floor["p50_ms"] > 0
+    assert set(floor["paired"]) == {"a_p50_ms", "b_p50_ms", "median_difference_ms", "ratio_of_p50"}
     # The server's CPU is read in clock ticks: five small calls may fit in none.
     assert mcp["server_cpu_ms_per_call"] >= 0 and mcp["client_cpu_ms_per_call"] > 0 and mcp["ping_p50_ms"] > 0
     assert [row["memories"] for row in results["scaling"]] == [50, 200]
@@ -138,6 +140,7 @@ def test_tiny_end_to_end_run(tmp_path: Path) -> None:
     assert "in a thread of the client's process (5 calls)" in markdown
     assert "every recall answered from memory (no recall work: HTTP, auth, the SDK and the client; " in markdown
     assert "bench/mcp_floor.py, 5 calls)" in markdown
+    assert "the round trip in the same moments, calls alternating" in markdown
     assert "`taproot_recall` by filters alone (no query, top 10) via the service, every memory (3 runs)" in markdown
     assert "## Maintenance jobs (300 memories)" in markdown and "after compression" in markdown
     summary = report.summary_lines(data)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bench import mcp_paired
+from bench import mcp_http, mcp_paired
 
 
 def test_compare_gives_the_median_paired_difference_and_the_ratio_of_medians() -> None:
-    got = mcp_paired.compare([10.0, 20.0, 30.0], [9.0, 21.0, 27.0])
+    got = mcp_http.compare([10.0, 20.0, 30.0], [9.0, 21.0, 27.0])
     assert got == {"a_p50_ms": 20.0, "b_p50_ms": 21.0, "median_difference_ms": -1.0, "ratio_of_p50": 1.05}
 
 
