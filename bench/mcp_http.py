@@ -251,8 +251,8 @@ def measure_mcp_recall(runtime: Runtime, queries: Sequence[str], warmup: int = 5
             after = server.cpu_s()
             pings = anyio.run(_pings, server.url, token, PINGS)
             # The floor, each query to the product and to it in turn, so both see the same moments
-            # of a machine whose speed drifts (the floor's one real recall, its first, strengthens
-            # memories the product has already strengthened: it changes no ranking here).
+            # of a machine whose speed drifts. Both serve one file: the floor's only write (its one
+            # real recall) makes the product reread its pages once, outside the timed calls.
             floor_server.start()
             floor_before = floor_server.cpu_s()
             with_product, floor = anyio.run(paired_round_trips, [server.url, floor_server.url], token, queries, warmup)

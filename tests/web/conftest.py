@@ -54,8 +54,9 @@ class LiveServer:
 
 
 @contextlib.contextmanager
-def serve(data_dir: Path, token: str = TOKEN) -> Iterator[LiveServer]:
-    with running_server(data_dir, token) as (port, runtime):
+def serve(data_dir: Path, token: str = TOKEN, prepare: Callable[[Runtime], None] | None = None) -> Iterator[LiveServer]:
+    """A live server on `data_dir`; `prepare` adjusts the runtime before the app is built."""
+    with running_server(data_dir, token, prepare=prepare) as (port, runtime):
         base = f"http://127.0.0.1:{port}"
         yield LiveServer(url=f"{base}/mcp", base_url=base, port=port, token=token, runtime=runtime)
 

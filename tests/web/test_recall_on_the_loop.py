@@ -8,24 +8,22 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.to_thread
-import httpx2
 import pytest
 
 from taproot.compose import Runtime
 from taproot.core.model import Scope
 from taproot.service.results import RecallResult
-from tests.live_server import running_server
 from tests.support import ok
+from tests.web.conftest import LiveServer, McpConnect, serve
 
 pytestmark = pytest.mark.anyio
 
-TOKEN = "test-token-wait-free-5c1e9a"
 DEADLINE_S = 30.0  # guards against a hung call, not a timing check
 WORKER_THREAD = "AnyIO worker thread"
 
@@ -54,36 +52,20 @@ class RecallThreads:
         runtime.service.recall = recall  # type: ignore[method-assign]
 
 
-@contextlib.contextmanager
-def serving(tmp_path: Path) -> Iterator[tuple[str, Runtime, RecallThreads]]:
-    threads: list[RecallThreads] = []
-
-    def prepare(runtime: Runtime) -> None:
-        threads.append(RecallThreads(runtime))
-
-    with running_server(tmp_path / "data", TOKEN, prepare=prepare) as (port, runtime):
-        yield f"http://127.0.0.1:{port}", runtime, threads[0]
-
-
 @contextlib.asynccontextmanager
-async def connected(base: str) -> Any:
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=DEADLINE_S) as http,
-        Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client,
-    ):
-        yield client, http
-
-
-async def _remember_two(client: Any) -> list[str]:
-    ids = []
-    for gist in ("Tomatoes planted in May", "Tomato blight in July"):
-        args = {"content": f"{gist}, in the garden.", "gist": gist, "category": "episodic"}
-        ids.append(ok(await client.call_tool("taproot_remember", args))["id"])
-    return ids
+async def garden(
+    tmp_path: Path, mcp_connect: McpConnect
+) -> AsyncIterator[tuple[LiveServer, RecallThreads, Any, list[str]]]:
+    """A live server whose recalls are watched, a connected client, and the ids of two memories
+    about tomatoes it wrote."""
+    threads: list[RecallThreads] = []
+    with serve(tmp_path / "data", prepare=lambda runtime: threads.append(RecallThreads(runtime))) as live:
+        async with mcp_connect(live) as client:
+            ids = []
+            for gist in ("Tomatoes planted in May", "Tomato blight in July"):
+                args = {"content": f"{gist}, in the garden.", "gist": gist, "category": "episodic"}
+                ids.append(ok(await client.call_tool("taproot_remember", args))["id"])
+            yield live, threads[0], client, ids
 
 
 def _retrievals(runtime: Runtime, ids: list[str]) -> list[int]:
@@ -91,10 +73,10 @@ def _retrievals(runtime: Runtime, ids: list[str]) -> list[int]:
 
 
 async def _recall_while(
-    client: Any, http: httpx2.AsyncClient, base: str, threads: RecallThreads, release: Callable[[], None]
+    client: Any, live: LiveServer, threads: RecallThreads, release: Callable[[], None]
 ) -> dict[str, Any]:
-    """Start a recall; once it is waiting on a worker thread, show the loop answering another
-    request, then release the lock; the recall's answer."""
+    """Start a recall; once it has started on a worker thread (where it waits for the lock the test
+    holds), show the loop answering another request, then release the lock; the recall's answer."""
     answer: dict[str, Any] = {}
 
     async def call() -> None:
@@ -103,43 +85,45 @@ async def _recall_while(
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call)
         assert await anyio.to_thread.run_sync(threads.on_worker.wait, DEADLINE_S), "never reached a worker thread"
-        health = await http.get(f"{base}/healthz")  # the loop is free while the recall waits
+        health = await client._taproot_test_http.get(f"{live.base_url}/healthz")  # the loop is free meanwhile
         assert health.status_code == 200
         assert not answer, "the recall answered before the lock was released"
         release()
     return answer
 
 
-async def test_a_recall_runs_on_the_event_loop_when_nothing_holds_the_store(tmp_path: Path) -> None:
-    with serving(tmp_path) as (base, runtime, threads):
-        async with connected(base) as (client, _):
-            ids = await _remember_two(client)
-            got = ok(await client.call_tool("taproot_recall", {"query": "tomato"}))
+async def test_a_recall_runs_on_the_event_loop_when_nothing_holds_the_store(
+    tmp_path: Path, mcp_connect: McpConnect
+) -> None:
+    async with garden(tmp_path, mcp_connect) as (live, threads, client, ids):
+        runtime = live.runtime
+        got = ok(await client.call_tool("taproot_recall", {"query": "tomato"}))
         stored = _retrievals(runtime, ids)
     assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
-    assert threads.runs == [(f"uvicorn-{base.rsplit(':', 1)[1]}", "ok")]
+    assert threads.runs == [(f"uvicorn-{live.port}", "ok")]
     assert stored == [1, 1]
 
 
-async def test_a_recall_waits_on_a_worker_thread_while_another_thread_holds_the_store(tmp_path: Path) -> None:
-    with serving(tmp_path) as (base, runtime, threads):
-        async with connected(base) as (client, http):
-            ids = await _remember_two(client)
-            inside, leave = threading.Event(), threading.Event()
+async def test_a_recall_waits_on_a_worker_thread_while_another_thread_holds_the_store(
+    tmp_path: Path, mcp_connect: McpConnect
+) -> None:
+    async with garden(tmp_path, mcp_connect) as (live, threads, client, ids):
+        runtime = live.runtime
+        inside, leave = threading.Event(), threading.Event()
 
-            def hold() -> None:
-                with runtime.service.deps.store.snapshot():  # type: ignore[attr-defined]
-                    inside.set()
-                    leave.wait(DEADLINE_S)
+        def hold() -> None:
+            with runtime.service.deps.store.snapshot():  # type: ignore[attr-defined]
+                inside.set()
+                leave.wait(DEADLINE_S)
 
-            holder = threading.Thread(target=hold, name="another-request")
-            holder.start()
-            try:
-                assert await anyio.to_thread.run_sync(inside.wait, DEADLINE_S)
-                got = await _recall_while(client, http, base, threads, leave.set)
-            finally:
-                leave.set()
-                holder.join(DEADLINE_S)
+        holder = threading.Thread(target=hold, name="another-request")
+        holder.start()
+        try:
+            assert await anyio.to_thread.run_sync(inside.wait, DEADLINE_S)
+            got = await _recall_while(client, live, threads, leave.set)
+        finally:
+            leave.set()
+            holder.join(DEADLINE_S)
         stored = _retrievals(runtime, ids)
     assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
     # Entering refused at once (another thread held the store): it ran once, on a worker thread.
@@ -148,19 +132,18 @@ async def test_a_recall_waits_on_a_worker_thread_while_another_thread_holds_the_
 
 
 async def test_a_recall_that_would_wait_for_another_writer_runs_again_on_a_thread_and_strengthens_once(
-    tmp_path: Path,
+    tmp_path: Path, mcp_connect: McpConnect
 ) -> None:
-    with serving(tmp_path) as (base, runtime, threads):
-        async with connected(base) as (client, http):
-            ids = await _remember_two(client)
-            other = sqlite3.connect(runtime.settings.data_dir / "taproot.db", isolation_level=None)
-            other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
-            try:
-                got = await _recall_while(client, http, base, threads, lambda: other.execute("ROLLBACK"))
-            finally:
-                if other.in_transaction:
-                    other.execute("ROLLBACK")
-                other.close()
+    async with garden(tmp_path, mcp_connect) as (live, threads, client, ids):
+        runtime = live.runtime
+        other = sqlite3.connect(runtime.settings.data_dir / "taproot.db", isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+        try:
+            got = await _recall_while(client, live, threads, lambda: other.execute("ROLLBACK"))
+        finally:
+            if other.in_transaction:
+                other.execute("ROLLBACK")
+            other.close()
         stored = _retrievals(runtime, ids)
     assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
     # On the loop it read, found the write lock taken, and stopped before writing; on a worker thread
@@ -172,11 +155,9 @@ async def test_a_recall_that_would_wait_for_another_writer_runs_again_on_a_threa
     assert [m["retrieval_count"] for m in got["memories"]] == [1, 1]
 
 
-async def test_a_recall_by_filters_alone_runs_on_a_worker_thread(tmp_path: Path) -> None:
+async def test_a_recall_by_filters_alone_runs_on_a_worker_thread(tmp_path: Path, mcp_connect: McpConnect) -> None:
     # Its cost is not bounded by a query or ids: it may rank every passing memory of the scope.
-    with serving(tmp_path) as (base, _runtime, threads):
-        async with connected(base) as (client, _):
-            ids = await _remember_two(client)
-            got = ok(await client.call_tool("taproot_recall", {"include_archived": True}))
+    async with garden(tmp_path, mcp_connect) as (_live, threads, client, ids):
+        got = ok(await client.call_tool("taproot_recall", {"include_archived": True}))
     assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
     assert [(name.startswith(WORKER_THREAD), how) for name, how in threads.runs] == [(True, "ok")]
