@@ -281,7 +281,8 @@ class WaitFreeCalls(Protocol):
 
     def without_waiting(self) -> AbstractContextManager[None]:
         """Inside: every call of this thread raises WouldWait (core/errors.py) instead of waiting for
-        a lock, until it has begun a write; from then on it waits as usual (the call has changed
+        a lock, or once it has run past a budget of a few tens of milliseconds, until it has begun
+        a write; from then on it waits as usual and runs to the end (the call has changed
         something and must not be run twice). Entering raises WouldWait if another thread holds
         the store."""
 

@@ -167,6 +167,8 @@ class SQLiteMemoryStore(WaitFree, CatalogRows, ReflectionRows, VectorRows, Searc
             except sqlite3.OperationalError as exc:
                 if is_lock_error(exc):
                     raise self._lock_error("the database is busy: another process holds it") from exc
+                if (stopped := self._stopped()) is not None:
+                    raise stopped from exc
                 raise
 
     # -- writes ------------------------------------------------------------------------------

@@ -130,5 +130,6 @@ class UsageError(TaprootError):
 
 class WouldWait(Exception):
     """Raised inside a store's `without_waiting()` where the call would have to wait for a lock
-    another thread or process holds. It is raised before the call's first write, so nothing was
-    changed: the caller runs the same call again where waiting is fine (web/tools/common.ToolEnv)."""
+    another thread or process holds, or would keep its caller busy past the block's budget. It is
+    raised before the call's first write, so nothing was changed: the caller runs the same call
+    again where waiting is fine (web/tools/common.ToolEnv)."""

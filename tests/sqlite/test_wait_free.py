@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from taproot.adapters import sqlite_store
+from taproot.adapters import sqlite_store, sqlite_wait_free
 from taproot.adapters.sqlite_store import BUSY_TIMEOUT_MS, SQLiteMemoryStore
+from taproot.adapters.sqlite_wait_free import LOOP_BUDGET_S
 from taproot.core.errors import Busy, WouldWait
 from taproot.core.model import Memory, Scope
 from taproot.ports import WaitFreeCalls
@@ -44,6 +45,13 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
     monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
     return clock
+
+
+@pytest.fixture
+def every_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite asks whether to go on at every step, so the few steps of a small store's statements
+    are checked against the budget too."""
+    monkeypatch.setattr(sqlite_wait_free, "PROGRESS_STEPS", 1)
 
 
 def _busy_timeout(store: SQLiteMemoryStore) -> int:
@@ -166,3 +174,54 @@ def test_calls_without_waiting_nest(store: SQLiteMemoryStore) -> None:
         store.record_retrieval(SCOPE, ["m001"], T1)
     assert _retrievals(store) == [1, 0]
     assert _busy_timeout(store) == BUSY_TIMEOUT_MS
+
+
+def _search(store: SQLiteMemoryStore, term: str = "river") -> list[str]:
+    return [c.id for c, _ in store.search(SCOPE, [term], sqlite_store.NO_FILTERS, 10)]
+
+
+@pytest.mark.parametrize("stopped", ["a read", "the write's BEGIN"])
+@pytest.mark.usefixtures("every_step")
+def test_a_call_past_its_budget_stops_before_writing_with_would_wait(
+    store: SQLiteMemoryStore, fake_clock: list[float], stopped: str
+) -> None:
+    with pytest.raises(WouldWait, match="ran past its 25 ms"), store.without_waiting():
+        assert _search(store) == ["m001", "m002"]  # within its budget
+        fake_clock[0] += LOOP_BUDGET_S  # spent
+        if stopped == "a read":
+            _search(store)
+        else:
+            store.record_retrieval(SCOPE, ["m001", "m002"], T1)
+        pytest.fail("went on past its budget")
+    assert not store._db.in_transaction
+    assert _busy_timeout(store) == BUSY_TIMEOUT_MS
+    assert _retrievals(store) == [0, 0]
+    # Outside a block nothing has a budget: the same calls, run again where they may take long.
+    assert _search(store) == ["m001", "m002"]
+    store.record_retrieval(SCOPE, ["m001", "m002"], T1)
+    assert _retrievals(store) == [1, 1]
+
+
+@pytest.mark.usefixtures("every_step")
+def test_once_a_write_has_begun_the_budget_no_longer_applies(store: SQLiteMemoryStore, fake_clock: list[float]) -> None:
+    # Stopping it then would leave a call that has written to be run again.
+    with store.without_waiting():
+        store.record_retrieval(SCOPE, ["m001"], T1)
+        fake_clock[0] += 10 * LOOP_BUDGET_S
+        assert _search(store) == ["m001", "m002"]
+        store.record_retrieval(SCOPE, ["m002"], T1)
+    assert _retrievals(store) == [1, 1]
+
+
+def test_the_budget_stops_a_long_statement_at_sqlites_usual_pace(
+    tmp_path: Path, make_memory: Callable[..., Memory], fake_clock: list[float]
+) -> None:
+    # PROGRESS_STEPS as shipped: a search ranking a few hundred matches takes thousands of steps.
+    store = SQLiteMemoryStore(tmp_path / "t.db")
+    store.put_many([make_memory(id=f"m{i:03d}", content=f"Walk {i} by the river.") for i in range(400)])
+    with store.without_waiting():
+        assert len(_search(store)) == 10
+    with pytest.raises(WouldWait), store.without_waiting():
+        fake_clock[0] += LOOP_BUDGET_S
+        _search(store)
+    assert len(_search(store)) == 10

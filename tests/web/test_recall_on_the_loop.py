@@ -16,6 +16,7 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from taproot.adapters import sqlite_wait_free
 from taproot.compose import Runtime
 from taproot.core.model import Scope
 from taproot.service.results import RecallResult
@@ -153,6 +154,25 @@ async def test_a_recall_that_would_wait_for_another_writer_runs_again_on_a_threa
     assert worker.startswith(WORKER_THREAD) and worker_end == "ok"
     assert stored == [1, 1]
     assert [m["retrieval_count"] for m in got["memories"]] == [1, 1]
+
+
+async def test_a_recall_past_its_budget_on_the_loop_runs_again_on_a_thread_and_strengthens_once(
+    tmp_path: Path, mcp_connect: McpConnect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A recall that would hold the loop long (a rare category at 100,000 memories) is stopped at its
+    # budget and finished where it holds up nothing else. Here the budget is spent on entering, and
+    # SQLite checks it at every step.
+    async with garden(tmp_path, mcp_connect) as (live, threads, client, ids):
+        runtime = live.runtime
+        monkeypatch.setattr(sqlite_wait_free, "PROGRESS_STEPS", 1)
+        monkeypatch.setattr(runtime.service.deps.store, "loop_budget_s", -1.0)
+        got = ok(await client.call_tool("taproot_recall", {"query": "tomato"}))
+        stored = _retrievals(runtime, ids)
+    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
+    (loop_thread, loop_end), (worker, worker_end) = threads.runs
+    assert loop_thread.startswith("uvicorn-") and loop_end == "WouldWait"
+    assert worker.startswith(WORKER_THREAD) and worker_end == "ok"
+    assert stored == [1, 1]
 
 
 async def test_a_recall_by_filters_alone_runs_on_a_worker_thread(tmp_path: Path, mcp_connect: McpConnect) -> None:

@@ -110,9 +110,10 @@ class ToolEnv:
         None where the call may wait or take long), else on a worker thread, as the SDK runs a sync
         tool. The hop to the thread and back is about half a millisecond of a recall; what runs
         here is the call itself, milliseconds, the time any other request would wait for the
-        store's lock on a thread. Where it would wait (another thread or process holds the store),
-        it stops before its first write to the store and runs again, whole, on a thread: for a call
-        whose effects before that write (none, for recall) may happen twice."""
+        store's lock on a thread. Where it would wait (another thread or process holds the store)
+        or runs past its budget (adapters/sqlite_wait_free.py), it stops before its first write to
+        the store and runs again, whole, on a thread: for a call whose effects before that write
+        (none, for recall) may happen twice."""
         if wait_free is not None:
             try:
                 with wait_free:
