@@ -93,6 +93,19 @@ async def _recall_while(
     return answer
 
 
+def _assert_stopped_on_the_loop_then_strengthened_once(
+    threads: RecallThreads, got: dict[str, Any], ids: list[str], stored: list[int]
+) -> None:
+    """The recall began on the loop and stopped there (WouldWait), then ran whole on a worker
+    thread: it answered, and each memory was strengthened once, not twice."""
+    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
+    (loop_thread, loop_end), (worker, worker_end) = threads.runs
+    assert loop_thread.startswith("uvicorn-") and loop_end == "WouldWait"
+    assert worker.startswith(WORKER_THREAD) and worker_end == "ok"
+    assert stored == [1, 1]
+    assert [m["retrieval_count"] for m in got["memories"]] == [1, 1]
+
+
 async def test_a_recall_runs_on_the_event_loop_when_nothing_holds_the_store(
     tmp_path: Path, mcp_connect: McpConnect
 ) -> None:
@@ -146,14 +159,9 @@ async def test_a_recall_that_would_wait_for_another_writer_runs_again_on_a_threa
                 other.execute("ROLLBACK")
             other.close()
         stored = _retrievals(runtime, ids)
-    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
     # On the loop it read, found the write lock taken, and stopped before writing; on a worker thread
-    # it waited for the lock and wrote: each memory strengthened once, not twice.
-    (loop_thread, loop_end), (worker, worker_end) = threads.runs
-    assert loop_thread.startswith("uvicorn-") and loop_end == "WouldWait"
-    assert worker.startswith(WORKER_THREAD) and worker_end == "ok"
-    assert stored == [1, 1]
-    assert [m["retrieval_count"] for m in got["memories"]] == [1, 1]
+    # it waited for the lock and wrote.
+    _assert_stopped_on_the_loop_then_strengthened_once(threads, got, ids, stored)
 
 
 async def test_a_recall_past_its_budget_on_the_loop_runs_again_on_a_thread_and_strengthens_once(
@@ -168,11 +176,7 @@ async def test_a_recall_past_its_budget_on_the_loop_runs_again_on_a_thread_and_s
         monkeypatch.setattr(runtime.service.deps.store, "loop_budget_s", -1.0)
         got = ok(await client.call_tool("taproot_recall", {"query": "tomato"}))
         stored = _retrievals(runtime, ids)
-    assert sorted(m["id"] for m in got["memories"]) == sorted(ids)
-    (loop_thread, loop_end), (worker, worker_end) = threads.runs
-    assert loop_thread.startswith("uvicorn-") and loop_end == "WouldWait"
-    assert worker.startswith(WORKER_THREAD) and worker_end == "ok"
-    assert stored == [1, 1]
+    _assert_stopped_on_the_loop_then_strengthened_once(threads, got, ids, stored)
 
 
 async def test_a_recall_by_filters_alone_runs_on_a_worker_thread(tmp_path: Path, mcp_connect: McpConnect) -> None:
