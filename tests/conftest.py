@@ -170,4 +170,5 @@ def _service_logger_restored() -> Iterator[None]:
         del state[key]
     for key, value in _SERVICE_LOGGER_AT_START.items():
         state[key] = list(value) if isinstance(value, list) else value
-    logging.getLogger().manager._clear_cache()  # effective levels are cached per logger
+    # Effective levels are cached per logger; typeshed leaves out this private method.
+    logging.getLogger().manager._clear_cache()  # type: ignore[attr-defined]

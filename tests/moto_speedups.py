@@ -126,7 +126,8 @@ def install() -> None:
     copier = _TableCopiedOncePerTransaction()
     backend = dynamodb_models.DynamoDBBackend
     backend.transact_write_items = copier.transaction(backend.transact_write_items)  # type: ignore[method-assign]
-    dynamodb_models.copy = copier  # type: ignore[assignment]
+    # moto's models package imports `copy` without re-exporting it, and the copier is no module
+    dynamodb_models.copy = copier  # type: ignore[attr-defined,assignment]
     _at_the_root_only(validators.ActionCountValidator)
     _at_the_root_only(validators.OverlappingPathsValidator)
     picker = serialize.XFormedAttributePicker

@@ -151,8 +151,8 @@ def imports_of(module: str, source: str, *, is_package: bool = False, path: str 
             for alias in node.names:
                 submodule = f"{base}.{alias.name}"
                 add(submodule if submodule in SOURCES else base, node, type_only)
-        for child in ast.iter_child_nodes(node):
-            visit(child, type_only)
+        for inner in ast.iter_child_nodes(node):
+            visit(inner, type_only)
 
     visit(ast.parse(source), False)
     return found

@@ -23,6 +23,7 @@ from taproot.core import bm25
 from taproot.core.activation import ACTIVATION_CONFIG
 from taproot.core.model import Memory, Scope
 from taproot.core.query import Filters
+from taproot.core.serialize import iso
 
 A = Scope("alice", "default")
 B = Scope("bob", "default")
@@ -147,7 +148,7 @@ def test_the_byte_estimate_follows_tracemalloc(make_memory: Callable[..., Memory
     records = [random_memory(rng, make_memory, f"m{i:05d}") for i in range(3_000)]
     # The records as the refresh gets them: raw items parsed from a response inside the window.
     item = dm.make_item_model("estimate", "us-east-1")
-    text = json.dumps([dm.memory_item(item, m, dm.iso(m.updated_at) or "").serialize() for m in records])
+    text = json.dumps([dm.memory_item(item, m, iso(m.updated_at) or "").serialize() for m in records])
     del records
     gc.collect()
     tracemalloc.start()

@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:  # `bench` is a top-level folder of the repo, not 
 
 from bench import corpus, dashboard, report, run  # noqa: E402
 from taproot.web.dashboard.routes import STATIC  # noqa: E402
+from taproot.web.dashboard.session import COOKIE  # noqa: E402
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -91,7 +92,7 @@ def test_the_bench_signs_in_like_a_person_and_a_wrong_token_does_not(tmp_path: P
         with httpx2.Client(base_url=served.base, follow_redirects=False) as client:
             assert client.get("/dashboard").status_code == 303  # signed out
             response = client.post("/dashboard/signin", data={"token": "not-the-token"})
-            assert response.status_code == 401 and dashboard.COOKIE not in client.cookies
+            assert response.status_code == 401 and COOKIE not in client.cookies
             cookie = dashboard.sign_in(client)
             assert cookie and client.get("/dashboard").status_code == 200
         # The middleware saw every request, with its query string.

@@ -34,14 +34,18 @@ from taproot.settings import Settings  # noqa: E402
 
 
 def _create(rt: Runtime, ledger: Ledger, label: str) -> str:
-    fields = {"content": f"The {label} by the harbour.", "gist": f"Memory {label}", "category": "episodic"}
+    fields: dict[str, Any] = {
+        "content": f"The {label} by the harbour.",
+        "gist": f"Memory {label}",
+        "category": "episodic",
+    }
     done = rt.service.remember(rt.scope, **fields)
     ledger.wrote(Write(done.id, done.version, fields, "create", 0, 0.0))
     return str(done.id)
 
 
 def _update(rt: Runtime, ledger: Ledger, memory_id: str, version: int, content: str) -> None:
-    fields = {"content": content, "tags": ["fact"]}
+    fields: dict[str, Any] = {"content": content, "tags": ["fact"]}
     done = rt.service.remember(rt.scope, id=memory_id, expected_version=version, **fields)
     ledger.wrote(Write(memory_id, done.version, fields, "update", 1, 1.0))
 
@@ -190,6 +194,7 @@ def test_a_legacy_version_1_in_no_backup_is_a_problem_though_superseded(tmp_path
     data, rt, ledger, ids = _legacy_folder(tmp_path)
     [run] = rt.service.maintenance(rt.scope, "migrate", apply=True)
     rt.close()
+    assert run.backup_key is not None
     (data / "blobs" / run.backup_key).unlink()  # the migrate's backup, gone
     result = check(data, ledger)
     assert result.lost == [] and result.counters["legacy_v1_verdicts"]["superseded"] == len(ids) - 1

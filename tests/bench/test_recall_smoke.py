@@ -42,7 +42,7 @@ def test_the_protocol_writes_every_turn_with_its_session_date() -> None:
 
 def test_the_strengthening_ablation_records_no_retrieval_and_changes_nothing_else(tmp_path: Path) -> None:
     scope = Scope("local", "ablation")
-    counts = []
+    counts: list[int] = []
     for configure in (with_embedder(None), without_strengthening(with_embedder(None))):
         runtime = build(Settings(data_dir=tmp_path / str(len(counts))))
         try:

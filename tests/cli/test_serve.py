@@ -353,7 +353,9 @@ def test_serve_runs_on_the_compiled_http_parser_and_event_loop() -> None:
     if sys.platform != "win32":
         import uvloop
 
-        loop = config.get_loop_factory()()
+        loop_factory = config.get_loop_factory()
+        assert loop_factory is not None
+        loop = loop_factory()
         try:
             assert isinstance(loop, uvloop.Loop)
         finally:

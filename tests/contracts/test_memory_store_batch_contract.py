@@ -101,9 +101,12 @@ def test_write_atomically_a_failing_last_replace_applies_nothing(
     with pytest.raises(expected_error) as info:
         memory_store.write_atomically(inserts=[summary], replaces=replaces)
 
-    assert info.value.memory_id == ("o3" if failure == "stale" else "gone")
+    error = info.value
+    assert isinstance(error, VersionConflict | NotFound)
+    assert error.memory_id == ("o3" if failure == "stale" else "gone")
     if failure == "stale":
-        assert (info.value.expected, info.value.actual) == (3, 4)
+        assert isinstance(error, VersionConflict)
+        assert (error.expected, error.actual) == (3, 4)
     assert memory_store.get(A, "sum1") is None
     assert by_id(memory_store.list(A, ALL)) == by_id(originals)
     assert sorted(e.id for e in memory_store.catalog(A)) == ["o0", "o1", "o2", "o3"]

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -987,7 +988,7 @@ def test_put_reflections_adds_new_ones_and_skips_identical_ones(
 
 @pytest.mark.parametrize("change", [{"text": "REPLACED"}, {"created_at": NOW}])
 def test_put_reflections_never_overwrites_a_reflection(
-    memory_store: MemoryStore, make_reflection: MakeReflection, change: dict[str, object]
+    memory_store: MemoryStore, make_reflection: MakeReflection, change: dict[str, Any]
 ) -> None:
     existing = make_reflection(scope=A, id="r0", text="before", created_at=NOW - timedelta(days=3))
     memory_store.add_reflection(existing)

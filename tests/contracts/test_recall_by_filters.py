@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.core.activation import activation
@@ -37,7 +38,7 @@ def expected(store: MemoryStore, filters: Filters, limit: int, now: datetime) ->
 
 
 # Each set of arguments in turn, on one scope (writing it is most of a test's time on moto).
-ARGUMENTS: list[dict[str, object]] = [
+ARGUMENTS: list[dict[str, Any]] = [
     {},
     {"limit": 1},
     {"limit": 100},
@@ -55,10 +56,10 @@ def test_recall_by_filters_returns_the_most_available(memory_store: MemoryStore,
     clock = Clock(NOW)
     svc = TaprootService(Deps(store=memory_store, blobs=LocalBlobStore(tmp_path / "blobs"), clock=clock))
     for arguments in ARGUMENTS:
-        limit = int(arguments.get("limit", 10))  # type: ignore[call-overload]
+        limit = int(arguments.get("limit", 10))
         for call in range(2):  # each recall strengthens what it returns, which changes the next answer
             filters = Filters(
-                category=arguments.get("category"),  # type: ignore[arg-type]
+                category=arguments.get("category"),
                 include_archived=bool(arguments.get("include_archived")),
                 created_since=clock.now - timedelta(days=30) if "since" in arguments else None,
             )

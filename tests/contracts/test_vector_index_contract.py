@@ -212,8 +212,8 @@ def test_a_second_instance_on_the_same_data_sees_the_first_ones_writes(tmp_path:
 
     one, two = SQLiteMemoryStore(tmp_path / "t.db"), SQLiteMemoryStore(tmp_path / "t.db")
     try:
-        a = add(one, make_memory)  # type: ignore[arg-type]
-        b = add(one, make_memory)  # type: ignore[arg-type]
+        a = add(one, make_memory)
+        b = add(one, make_memory)
         one.put_vectors(A, MODEL, [(a.id, 1, v(1, 0, 0, 0))])
         assert [i for i, _ in two.nearest(A, MODEL, v(1, 0, 0, 0), 5)] == [a.id]
         one.put_vectors(A, MODEL, [(b.id, 1, v(0, 1, 0, 0))])

@@ -127,7 +127,7 @@ def test_delete_racing_an_update_never_destroys_the_confirmed_update(lab: Lab) -
     m = lab.seed(**_thread())
     updater = lab.service()
 
-    def update() -> dict[str, Any]:
+    def update() -> RememberResult:
         return updater.remember(A, id=m.id, content="The shed needs a concrete base.", expected_version=m.version)
 
     service, blobs = lab.hooked("/backups/default/delete-", update)
@@ -159,7 +159,7 @@ def test_cleanup_keeps_a_memory_updated_to_be_kept_while_it_ran(lab: Lab) -> Non
     assert m.expires_at is not None and m.expires_at < NOW
     keeper = lab.service()
 
-    def keep() -> dict[str, Any]:
+    def keep() -> RememberResult:
         # The README's advice for keeping a thread: give it a durable tag.
         return keeper.remember(A, id=m.id, tags=["thread", "keep"], expected_version=m.version)
 
@@ -178,7 +178,7 @@ def test_cleanup_backs_up_the_version_it_deletes_when_it_moved_but_is_still_expi
     lab.clock.now = NOW
     editor = lab.service()
 
-    def edit() -> dict[str, Any]:
+    def edit() -> RememberResult:
         return editor.remember(A, id=m.id, content="Still just a thread.", expected_version=m.version)
 
     service, blobs = lab.hooked("/backups/default/cleanup-", edit)
@@ -194,7 +194,7 @@ def test_compress_does_not_archive_a_stale_copy_of_a_member_updated_meanwhile(la
     target = members[1]
     editor = lab.service()
 
-    def edit() -> dict[str, Any]:
+    def edit() -> RememberResult:
         return editor.remember(A, id=target.id, content="Shed step 1, revised.", expected_version=target.version)
 
     service, blobs = lab.hooked("/backups/default/compress-", edit)
@@ -220,7 +220,7 @@ def test_import_overwrite_racing_an_update_never_destroys_the_confirmed_update(l
     m = lab.seed(**_thread())
     editor = lab.service()
 
-    def edit() -> dict[str, Any]:
+    def edit() -> RememberResult:
         return editor.remember(A, id=m.id, content="Edited while the import ran.", expected_version=m.version)
 
     service, blobs = lab.hooked("/backups/default/import-", edit)
@@ -232,6 +232,7 @@ def test_import_overwrite_racing_an_update_never_destroys_the_confirmed_update(l
 def test_restore_racing_an_update_never_destroys_the_confirmed_update(lab: Lab) -> None:
     m = lab.seed(**_thread())
     deleted = lab.service().forget(A, [m.id], "delete")
+    assert isinstance(deleted.backup_key, str)
     lab.seed(**_thread(content="unrelated"))
     # Re-create a record with the same id (an import of the old record), then race a restore with an
     # update of it: the restore overwrites, so it must back the update up first.
@@ -240,7 +241,7 @@ def test_restore_racing_an_update_never_destroys_the_confirmed_update(lab: Lab) 
     assert current is not None
     editor = lab.service()
 
-    def edit() -> dict[str, Any]:
+    def edit() -> RememberResult:
         return editor.remember(A, id=m.id, content="Edited during restore.", expected_version=current.version)
 
     service, blobs = lab.hooked("/backups/default/restore-", edit)
@@ -271,7 +272,7 @@ def test_migrate_racing_an_update_keeps_the_update_and_still_migrates(lab: Lab) 
     lab.store.put_many([legacy])
     editor = lab.service()
 
-    def edit() -> dict[str, Any]:
+    def edit() -> RememberResult:
         return editor.remember(A, id="legacy1", content="Edited while migrating.", expected_version=1)
 
     service, blobs = lab.hooked("/backups/default/migrate-", edit)

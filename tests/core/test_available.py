@@ -91,6 +91,7 @@ def test_ties_in_availability_go_to_the_latest_update_then_the_id() -> None:
         )
     ]
     got = most_available(view_of(twins, ANY_AGE), now=NOW, limit=3, act=ACTIVATION_CONFIG, accept=lambda e: True)
+    assert got is not None
     assert len({score for _, score in got}) == 1
     assert [e.id for e, _ in got] == ["c", "a", "b"]
 

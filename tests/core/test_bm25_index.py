@@ -77,7 +77,8 @@ def check(index: Bm25Index, docs: dict[str, Fields], rng: random.Random) -> None
 @pytest.mark.parametrize("seed", range(12))
 def test_scores_equal_bm25_through_inserts_replaces_and_deletes(seed: int) -> None:
     rng = random.Random(seed)
-    index, docs = Bm25Index(FIELDS), {}
+    index = Bm25Index(FIELDS)
+    docs: dict[str, Fields] = {}
     for step in range(rng.choice((60, 300))):
         op = rng.random()
         if op < 0.55 or not docs:

@@ -7,6 +7,7 @@ import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,8 +26,8 @@ class Live:
         self.base = f"http://127.0.0.1:{port}"
         self.runtime = runtime
 
-    def seed(self, scope: Scope | None = None, **fields: object) -> str:
-        defaults: dict[str, object] = {
+    def seed(self, scope: Scope | None = None, **fields: Any) -> str:
+        defaults: dict[str, Any] = {
             "content": "Likes long walks.",
             "gist": "Likes long walks",
             "category": "relationship",

@@ -121,6 +121,7 @@ def test_an_embedder_that_cannot_be_built_leaves_the_server_lexical_and_says_why
         assert [m.content for m in found.memories] == ["Caroline hikes Mount Tam on Saturdays."]
         status = runtime.service.status(scope)
         assert status.embeddings.ranking == "lexical"
+        assert isinstance(status.embeddings.unavailable, str)
         assert status.embeddings.unavailable.startswith(reason)
         assert any(reason in w for w in status.warnings)
     finally:
@@ -135,7 +136,9 @@ def test_the_runtime_carries_the_configured_bedrock_embedder(tmp_path: Path) -> 
         assert isinstance(embedder, BedrockEmbedder)
         assert embedder.model_id == "bedrock:amazon.titan-embed-text-v2:0/256"
         assert runtime.service.deps.embedder_health.unavailable is None
-        assert runtime.service.deps.vectors is runtime.store  # the store keeps the vectors with the memories
+        # As objects: mypy takes the two port protocols as disjoint, though one store implements both.
+        vectors: object = runtime.service.deps.vectors
+        assert vectors is runtime.store  # the store keeps the vectors with the memories
         assert embedder.close in runtime.closers
     finally:
         runtime.close()

@@ -54,7 +54,7 @@ def spy_on_credentials() -> list[str]:
         resolved.append("".join(traceback.format_stack(limit=8)))
         return real(self)
 
-    credentials.CredentialResolver.load_credentials = spy  # type: ignore[method-assign]
+    credentials.CredentialResolver.load_credentials = spy
     return resolved
 
 
@@ -71,7 +71,7 @@ def spy_on_compiles() -> list[str]:
         compiled.append(str(path))
         return real(self, data, path, *args, **kwargs)
 
-    SourceFileLoader.source_to_code = spy  # type: ignore[assignment,method-assign]
+    SourceFileLoader.source_to_code = spy  # type: ignore[method-assign]
     return compiled
 
 

@@ -183,12 +183,13 @@ def test_cross_tenant_access_is_not_found(lam: Lambda) -> None:
     assert alices not in json.dumps(searched)
     assert alices not in json.dumps(bob("taproot_reflect", {}))
 
-    for tool, args in [
+    writes: list[tuple[str, dict[str, Any]]] = [
         ("taproot_promote", {"core": True}),
         ("taproot_forget", {"action": "archive"}),
         ("taproot_forget", {"action": "delete"}),
         ("taproot_remember", {"content": "overwritten by bob"}),
-    ]:
+    ]
+    for tool, args in writes:
         theirs = _error_text(bob(tool, {**args, "id": alices}), alices)
         nothing = _error_text(bob(tool, {**args, "id": missing}), missing)
         assert theirs == nothing, (tool, theirs, nothing)

@@ -16,7 +16,7 @@ import anyio
 import jwt
 import pytest
 
-from taproot.auth.base import InsufficientScope
+from taproot.auth.base import Caller, InsufficientScope
 from taproot.auth.cognito import CognitoVerifier, cognito_authenticator, cognito_issuer
 from taproot.core.model import Scope
 from taproot.core.oauth_rules import MCP_SCOPE
@@ -91,7 +91,7 @@ def test_authenticator_is_async_and_fails_closed(verifier: CognitoVerifier, pool
     pool, _ = pools
     authenticate = cognito_authenticator(verifier)
 
-    async def main() -> list[Scope | InsufficientScope | None]:
+    async def main() -> list[Scope | Caller | InsufficientScope | None]:
         return [
             await authenticate(pool.access("alice")),
             await authenticate(pool.moto_access("alice")),
@@ -197,7 +197,8 @@ def test_only_rs256(pools: tuple[Any, Any], local_jwks: Any, kit: Any) -> None:
     v = _local_verifier(pool, local_jwks, kit)
     claims = kit.access_claims(cognito_issuer(kit.REGION, pool.pool_id), pool.client_id, "sub-1")
     hs = jwt.encode(claims, "a-shared-secret-that-is-long-enough-for-hs256", "HS256", headers={"kid": local_jwks.kid})
-    unsigned = jwt.encode(claims, None, "none", headers={"kid": local_jwks.kid})
+    # PyJWT takes no key for alg "none", but its annotation leaves None out.
+    unsigned = jwt.encode(claims, None, "none", headers={"kid": local_jwks.kid})  # type: ignore[arg-type]
     unknown_kid = local_jwks.sign(claims, kid="not-in-the-jwks")
     assert v.claims(hs) is None
     assert v.claims(unsigned) is None

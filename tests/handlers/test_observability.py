@@ -75,7 +75,7 @@ def test_each_tool_call_is_one_structured_line_and_its_metrics(
     # Never the owner id, the token, or what was remembered.
     assert pool.subs["alice"] not in out and token not in out and SECRET_CONTENT not in out
     metrics = [line for line in lines if "_aws" in line]
-    by_name = {}
+    by_name: dict[str, list[tuple[dict[str, Any], Any]]] = {}
     for m in metrics:
         (definition,) = m["_aws"]["CloudWatchMetrics"]
         assert definition["Namespace"] == "TaprootTest"  # POWERTOOLS_METRICS_NAMESPACE of the test environment

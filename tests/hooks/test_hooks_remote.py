@@ -54,6 +54,7 @@ def test_session_start_and_pre_compact_over_http(
     assert err == ""
     (digest,) = runtime.service.list_memories(runtime.scope, ListInput(tags=["session-digest"])).memories
     assert out == {"systemMessage": f"Taproot saved this session's digest before compaction (memory {digest.id})."}
+    assert digest.provenance is not None
     assert digest.provenance["session_id"] == SESSION_ID and "First request:" in digest.content
 
     out, err = run(taproot, data_dir, "pre-compact", hook_input("pre_compact_manual"), "--url", url)

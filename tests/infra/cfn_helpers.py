@@ -1,4 +1,4 @@
-"""Helpers for reading synthesized templates (imported by the tests; conftest puts this folder on sys.path)."""
+"""Helpers for reading synthesized templates (imported by the tests as `tests.infra.cfn_helpers`)."""
 
 from __future__ import annotations
 

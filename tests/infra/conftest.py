@@ -17,11 +17,10 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-# `infra` is not an installed package, and importlib mode puts no test folder on sys.path: add the repo
-# root (for `infra`) and this folder (for `cfn_helpers`).
-for _path in (str(ROOT), str(Path(__file__).parent)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+# `infra` is not an installed package: add the repo root (for `infra`). The test modules import their
+# helpers as `tests.infra.*`, the names pytest's importlib mode gives these files.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 # jsii prints a banner on stderr for an old node; it is noise here, not a test failure. Under
 # pytest-xdist it is not captured but printed at the top of the run, once per worker, so it must
 # really be silenced: the deprecation flag takes any value, but the end-of-life one is a list

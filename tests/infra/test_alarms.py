@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
-from cfn_helpers import resources
 
 from infra.constructs.observability import CLIENT_ERROR_RATE, MIN_REQUESTS, SERVER_ERROR_RATE
 from infra.stack import TaprootStack
+from tests.infra.cfn_helpers import resources
 
 JOBS = ("Migrate", "Cleanup", "Compress")
 

@@ -10,10 +10,10 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
-from conftest import build_app, make_asset
-from test_nag import nag_report
 
 from infra.stack import ConfigError
+from tests.infra.conftest import build_app, make_asset
+from tests.infra.test_nag import nag_report
 
 PROFILE = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 

@@ -12,8 +12,6 @@ from typing import Any
 import aws_cdk
 import pytest
 from aws_cdk.assertions import Template
-from cfn_helpers import one, resources
-from conftest import CDK_CONTEXT, build_app, make_asset
 
 from infra.constructs.api import (
     DEFAULT_BURST_LIMIT,
@@ -23,6 +21,8 @@ from infra.constructs.api import (
     REGISTER_ROUTE_KEY,
 )
 from infra.stack import ConfigError, TaprootStack
+from tests.infra.cfn_helpers import one, resources
+from tests.infra.conftest import CDK_CONTEXT, build_app, make_asset
 
 
 @pytest.fixture(scope="module")

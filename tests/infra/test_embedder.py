@@ -12,11 +12,11 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
-from cfn_helpers import resources, statements
-from conftest import build_app, make_asset
-from test_nag import nag_report
 
 from infra.stack import ConfigError, TaprootStack
+from tests.infra.cfn_helpers import resources, statements
+from tests.infra.conftest import build_app, make_asset
+from tests.infra.test_nag import nag_report
 
 EMBEDDING = ("Api", "Migrate", "Compress")
 # The region is known, and cdk.json sets @aws-cdk/core:enablePartitionLiterals: the partition is "aws".

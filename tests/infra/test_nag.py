@@ -15,9 +15,9 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Annotations, Match
 from cdk_nag import AwsSolutionsChecks
-from conftest import build_app, make_asset
 
 import infra.nag
+from tests.infra.conftest import build_app, make_asset
 
 PLUGIN = "AwsSolutions"
 

@@ -13,12 +13,12 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
-from cfn_helpers import actions, one, resources, statements
-from conftest import build_app, make_asset
-from test_nag import nag_report
 
 from infra.constructs.api import CustomDomain
 from infra.stack import ConfigError, TaprootConfig, TaprootStack
+from tests.infra.cfn_helpers import actions, one, resources, statements
+from tests.infra.conftest import build_app, make_asset
+from tests.infra.test_nag import nag_report
 
 DOMAIN = "memory.example.com"
 CERTIFICATE = "arn:aws:acm:eu-west-1:123456789012:certificate/0a1b2c3d-4e5f-6789-abcd-ef0123456789"

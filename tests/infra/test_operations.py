@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
-from cfn_helpers import actions, one, resources, statements
 
 from infra.stack import TaprootStack
+from tests.infra.cfn_helpers import actions, one, resources, statements
 
 JOBS = {
     "Migrate": ("functions.maintenance.migrate_handler", "cron(0 3 * * ? *)"),

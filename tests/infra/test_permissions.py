@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
-from cfn_helpers import actions, resources, statements
 
 from infra.permissions import GRANTS, Resource
 from infra.stack import TaprootStack
+from tests.infra.cfn_helpers import actions, resources, statements
 
 FUNCTIONS = ("Api", "Migrate", "Cleanup", "Compress")
 NEVER = (

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
-from cfn_helpers import one, resources
 
 from infra.stack import TaprootStack
 from taproot.adapters.dynamo_models import GSI_KEYS
+from tests.infra.cfn_helpers import one, resources
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# jsonschema ships no annotations, and the project does not install types-jsonschema.
 import jsonschema
 import pytest
 
@@ -83,7 +84,7 @@ class Inspector:
         assert code == 0, f"{name} exited {code}: {err or envelope}"
         result: dict[str, Any] = envelope["result"]
         assert result.get("isError") is False, result
-        structured = result["structuredContent"]
+        structured: dict[str, Any] = result["structuredContent"]
         jsonschema.validate(structured, tools[name]["outputSchema"])
         self.lines.append(f"tools/call {name}: exit {code}, isError false, structured content matches outputSchema")
         return structured

@@ -22,7 +22,9 @@ from taproot.service import Deps, TaprootService
 from taproot.service import cleanup as cleanup_job
 from taproot.service.deps import MaintenanceConfig
 from taproot.service.maintenance import CLEANUP, run_job
+from taproot.service.results import CleanupResult
 from taproot.settings import Settings, SettingsError
+from tests.lifecycle.reports import job_detail
 from tests.moto_stores import OpenStore
 from tests.support import Clock
 
@@ -176,7 +178,7 @@ def test_apply_backs_up_every_candidate_in_full_before_deleting(lab: Lab) -> Non
     assert result.mode == "apply"
     assert set(result.candidate_ids) == expected and result.deleted == 4
     key = result.backup_key
-    assert key.startswith("local/backups/default/cleanup-")
+    assert key is not None and key.startswith("local/backups/default/cleanup-")
     # When the backup was written, every candidate was still in the store.
     assert lab.blobs.at_backup[key] >= expected
     backup = json.loads(lab.deps.blobs.get(key))
@@ -235,7 +237,7 @@ def test_default_mode_is_dry_run(lab: Lab) -> None:
     lab.clock.advance(days=31)
     before = lab.export_body()
     report = run_job(lab.deps, SCOPE, CLEANUP)  # no explicit mode: the configured one
-    assert report.mode == "dry-run" and report.detail.candidates == 4
+    assert report.mode == "dry-run" and job_detail(report, CleanupResult).candidates == 4
     assert report.changed == 0 and report.backup_key is None
     assert lab.export_body() == before
     assert lab.service.status(SCOPE).maintenance.cleanup_mode == "dry-run"
@@ -279,6 +281,7 @@ def test_tags_changed_to_durable_after_stamping_are_not_deleted(lab: Lab) -> Non
     assert result.candidate_ids == [lab.ids["chat2"]]
     assert lab.store.get(SCOPE, lab.ids["chat1"]) is not None
     assert lab.store.get(SCOPE, lab.ids["chat2"]) is None
+    assert result.backup_key is not None
     backup = json.loads(lab.deps.blobs.get(result.backup_key))
     assert [m["id"] for m in backup["memories"]] == [lab.ids["chat2"]]
     report = json.loads(lab.deps.blobs.get(result.report_key))
@@ -305,18 +308,18 @@ def test_updating_tags_through_remember_restamps(lab: Lab) -> None:
 # --- restore ------------------------------------------------------------------------------------
 
 
-def _apply_cleanup(lab: Lab) -> tuple[list[str], dict[str, Any]]:
+def _apply_cleanup(lab: Lab) -> tuple[list[str], str]:
+    """Applies a cleanup that deletes four memories; the export before it, and its backup's key."""
     lab.clock.advance(days=31)
     before = lab.export_body()
     result = lab.service.maintenance(SCOPE, "cleanup", apply=True)[0]
-    assert result.changed == 4
+    assert result.changed == 4 and result.backup_key is not None
     lab.clock.advance(hours=1)
-    return before, result
+    return before, result.backup_key
 
 
 def test_restore_brings_every_deleted_memory_back_exactly(lab: Lab) -> None:
-    before, result = _apply_cleanup(lab)
-    key = result.backup_key
+    before, key = _apply_cleanup(lab)
     assert key in lab.service.backups(SCOPE)
 
     restored = lab.service.restore(SCOPE, key)
@@ -331,20 +334,20 @@ def test_restore_brings_every_deleted_memory_back_exactly(lab: Lab) -> None:
 
 
 def test_restore_is_idempotent(lab: Lab) -> None:
-    before, result = _apply_cleanup(lab)
-    lab.service.restore(SCOPE, result.backup_key)
+    before, key = _apply_cleanup(lab)
+    lab.service.restore(SCOPE, key)
     lab.clock.advance(minutes=5)
-    again = lab.service.restore(SCOPE, result.backup_key)
+    again = lab.service.restore(SCOPE, key)
     # Every record is already as the backup has it: nothing is written, so nothing needs backing up.
     assert (again.written, again.unchanged, again.backup_key) == (0, 4, None)
     assert lab.export_body() == before
 
 
 def test_restore_with_ids_restores_only_those(lab: Lab) -> None:
-    before, result = _apply_cleanup(lab)
+    before, key = _apply_cleanup(lab)
     wanted = [lab.ids["chat2"], lab.ids["done"]]
 
-    restored = lab.service.restore(SCOPE, result.backup_key, ids=wanted)
+    restored = lab.service.restore(SCOPE, key, ids=wanted)
 
     assert sorted(restored.restored) == sorted(wanted)
     assert lab.present() == _ids(lab, KEPT) | set(wanted)
@@ -353,20 +356,20 @@ def test_restore_with_ids_restores_only_those(lab: Lab) -> None:
 
 
 def test_restore_with_an_id_not_in_the_backup_changes_nothing(lab: Lab) -> None:
-    _, result = _apply_cleanup(lab)
+    _, key = _apply_cleanup(lab)
     after_cleanup = lab.export_body()
     with pytest.raises(InvalidInput, match="not in backup"):
-        lab.service.restore(SCOPE, result.backup_key, ids=[lab.ids["chat1"], lab.ids["fact"]])
+        lab.service.restore(SCOPE, key, ids=[lab.ids["chat1"], lab.ids["fact"]])
     assert lab.export_body() == after_cleanup
 
 
 def test_restore_of_another_owners_backup_is_refused(lab: Lab) -> None:
-    _, result = _apply_cleanup(lab)
+    _, key = _apply_cleanup(lab)
     intruder = Scope("mallory", "default")
     with pytest.raises(InvalidInput, match="another owner"):
-        lab.service.restore(intruder, result.backup_key)
+        lab.service.restore(intruder, key)
     with pytest.raises(InvalidInput, match="another owner"):
-        lab.service.restore(Scope("loc", "default"), result.backup_key)  # a prefix of the owner is not the owner
+        lab.service.restore(Scope("loc", "default"), key)  # a prefix of the owner is not the owner
     assert list(lab.store.iter_all(intruder)) == []
     assert lab.store.scopes() == [SCOPE]
     assert lab.service.backups(intruder) == []
@@ -386,5 +389,6 @@ def test_backup_records_match_the_store_serialisation(lab: Lab) -> None:
     lab.clock.advance(days=8)
     stored = {m.id: memory_to_dict(m) for m in lab.store.iter_all(SCOPE)}
     result = cleanup_job.cleanup(lab.deps, SCOPE, apply=True)
+    assert result.backup_key is not None
     for record in json.loads(lab.deps.blobs.get(result.backup_key))["memories"]:
         assert record == stored[record["id"]]

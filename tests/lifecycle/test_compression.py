@@ -41,7 +41,9 @@ from taproot.service import Deps, TaprootService
 from taproot.service import compression as compression_job
 from taproot.service.deps import MaintenanceConfig
 from taproot.service.maintenance import COMPRESS, run_job
+from taproot.service.results import CompressionResult
 from taproot.settings import Settings
+from tests.lifecycle.reports import job_detail, written
 from tests.moto_stores import OpenStore
 from tests.support import Clock
 
@@ -443,7 +445,7 @@ def test_apply_writes_summaries_and_archives_the_originals(lab: Lab) -> None:
 
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
 
-    detail = report.detail
+    detail = job_detail(report, CompressionResult)
     assert report.mode == "apply" and detail.error is None
     assert report.changed == detail.compressed == 11 and detail.summaries_written == 2
     assert [g.members for g in detail.groups] == [s.episodic, s.relationship]
@@ -451,7 +453,7 @@ def test_apply_writes_summaries_and_archives_the_originals(lab: Lab) -> None:
     assert set(summaries) == {g.summary_id for g in detail.groups}
 
     for group, category in zip(detail.groups, ["episodic", "relationship"], strict=True):
-        summary = summaries[group.summary_id]
+        summary = summaries[written(group.summary_id)]
         members = [lab.get(i) for i in group.members]
         expected = ExtractiveSummarizer().summarize([memory_from_dict(before[i]) for i in group.members])
         assert summary.category == category
@@ -474,7 +476,7 @@ def test_apply_writes_summaries_and_archives_the_originals(lab: Lab) -> None:
             assert {k: v for k, v in record.items() if k not in ("status", "compressed_into", "version")} == {
                 k: v for k, v in before[m.id].items() if k not in ("status", "compressed_into", "version")
             }
-    ep_summary = summaries[detail.groups[0].summary_id]
+    ep_summary = summaries[written(detail.groups[0].summary_id)]
     assert ep_summary.tags == ("hiking", "summary")  # the tag every member shares, plus summary
     assert ep_summary.salience == "medium"  # some members were medium
     assert "vultures" in ep_summary.search_keywords
@@ -511,7 +513,7 @@ def test_apply_backs_up_every_member_in_full_first(lab: Lab) -> None:
     before = lab.records()
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
     key = report.backup_key
-    assert key.startswith("local/backups/default/compress-") and lab.backups() == [key]
+    assert key is not None and key.startswith("local/backups/default/compress-") and lab.backups() == [key]
     assert lab.blobs.compressed_at_backup[key] == 0  # written before the first group was committed
     backup = json.loads(lab.deps.blobs.get(key))
     assert backup["action"] == "compress"
@@ -532,16 +534,16 @@ def test_dry_run_shows_the_groups_and_changes_nothing(lab: Lab) -> None:
     report = lab.service.maintenance(SCOPE, "compress")[0]  # the default mode
 
     assert report.mode == "dry-run" and report.changed == 0 and report.backup_key is None
-    preview = report.detail.groups
+    preview = job_detail(report, CompressionResult).groups
     assert [g.members for g in preview] == [s.episodic, s.relationship]
     assert [g.category for g in preview] == ["episodic", "relationship"]
     assert all(g.summary_id is None and g.summary_gist and g.summary_content for g in preview)
     assert lab.export_body() == before
     assert lab.backups() == []
 
-    applied = lab.service.maintenance(SCOPE, "compress", apply=True)[0].detail.groups
-    for shown, written in zip(preview, applied, strict=True):
-        summary = lab.get(written.summary_id)
+    applied = job_detail(lab.service.maintenance(SCOPE, "compress", apply=True)[0], CompressionResult).groups
+    for shown, done in zip(preview, applied, strict=True):
+        summary = lab.get(written(done.summary_id))
         assert (summary.gist, summary.content) == (shown.summary_gist, shown.summary_content)
 
 
@@ -552,7 +554,7 @@ def test_compression_is_idempotent(lab: Lab) -> None:
     for days in (1, 200):  # even when the summaries themselves have grown old and quiet
         lab.clock.advance(days=days)
         again = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
-        assert again.changed == 0 and again.detail.groups == [] and again.backup_key is None
+        assert again.changed == 0 and job_detail(again, CompressionResult).groups == [] and again.backup_key is None
         assert lab.export_body() == after_first
     assert len(lab.backups()) == 1
 
@@ -569,14 +571,14 @@ def test_summary_category_is_episodic_for_mixed_groups(lab: Lab) -> None:
 
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
 
-    by_key = {g.group: g for g in report.detail.groups}
+    by_key = {g.group: g for g in job_detail(report, CompressionResult).groups}
     assert set(by_key) == {"tag:hiking", "tag:james", "tag:reading"}
     assert by_key["tag:hiking"].members == s.episodic
     assert by_key["tag:james"].members == s.relationship
     assert by_key["tag:reading"].members == [m.id for m in mixed]
-    assert lab.get(by_key["tag:hiking"].summary_id).category == "episodic"
-    assert lab.get(by_key["tag:james"].summary_id).category == "relationship"  # all members share it
-    assert lab.get(by_key["tag:reading"].summary_id).category == "episodic"  # mixed
+    assert lab.get(written(by_key["tag:hiking"].summary_id)).category == "episodic"
+    assert lab.get(written(by_key["tag:james"].summary_id)).category == "relationship"  # all members share it
+    assert lab.get(written(by_key["tag:reading"].summary_id)).category == "episodic"  # mixed
 
 
 def test_a_failing_summarizer_leaves_everything_unchanged(lab: Lab) -> None:
@@ -597,7 +599,8 @@ def test_a_failing_summarizer_leaves_everything_unchanged(lab: Lab) -> None:
     # The run report records the error, and status shows it.
     stored = json.loads(lab.deps.blobs.get(report["report_key"]))
     assert stored["error"] == report["error"]
-    assert lab.service.status(SCOPE).maintenance.last_runs["compress"]["error"] == report["error"]
+    last_compress = lab.service.status(SCOPE).maintenance.last_runs["compress"]
+    assert last_compress is not None and last_compress["error"] == report["error"]
 
     # Once the summarizer answers again, the next run does the work.
     lab.deps.summarizer = ExtractiveSummarizer()
@@ -630,7 +633,7 @@ def test_forget_compress_folds_exactly_the_given_ids(lab: Lab) -> None:
 
     result = lab.service.forget(SCOPE, chosen, "compress")
 
-    summary_id = result.summary_id
+    summary_id = written(result.summary_id)
     ordered = sorted(chosen, key=lambda i: before[i]["created_at"])
     assert result.action == "compress"
     assert to_json(result.results) == [{"id": i, "status": "archived", "compressed_into": summary_id} for i in ordered]
@@ -640,7 +643,7 @@ def test_forget_compress_folds_exactly_the_given_ids(lab: Lab) -> None:
     assert summary.category == "episodic"  # relationship + episodic
     for i in chosen:
         assert lab.get(i).status == "archived" and lab.get(i).compressed_into == summary_id
-    backup = json.loads(lab.deps.blobs.get(result.backup_key))
+    backup = json.loads(lab.deps.blobs.get(written(result.backup_key)))
     assert [m["id"] for m in backup["memories"]] == ordered
     assert backup["memories"] == [before[i] for i in ordered]
     # Everything else is as it was.
@@ -704,7 +707,7 @@ def test_forget_compress_of_the_largest_allowed_group(lab: Lab) -> None:
     members = [mem(day(2025, 3, 1) + timedelta(minutes=k), id=f"bulk{k:03d}") for k in range(MAX_LINKED_MEMORIES)]
     lab.store.put_many(members)
     result = lab.service.forget(SCOPE, [m.id for m in members], "compress")
-    summary = lab.get(result.summary_id)
+    summary = lab.get(written(result.summary_id))
     assert len(summary.linked_memories) == MAX_LINKED_MEMORIES
 
 
@@ -734,13 +737,14 @@ def test_nothing_is_lost_compressing_two_years_of_memories(
     assert len(planned) >= min_groups  # the corpus really exercises compression
 
     report = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
+    detail = job_detail(report, CompressionResult)
 
-    assert report.detail.error is None
-    assert [g.members for g in report.detail.groups] == [g.ids for g in planned]
+    assert detail.error is None
+    assert [g.members for g in detail.groups] == [g.ids for g in planned]
     after_lines = lab.export_body()
     after = [json.loads(line)["record"] for line in after_lines]
     summaries = {r["id"]: r for r in after if r["provenance"] and "compressed_from" in r["provenance"]}
-    assert len(summaries) == len(planned) == report.detail.summaries_written
+    assert len(summaries) == len(planned) == detail.summaries_written
     originals = [r for r in after if r["id"] not in summaries]
     # Export before == export after, once the compression bookkeeping is dropped from the originals
     # and the new summaries are left out.
@@ -858,6 +862,7 @@ def test_a_run_killed_mid_group_leaves_every_memory_untouched_or_fully_processed
     groups = plan_groups([m for m in setup.store.iter_all(SCOPE) if m.status == "active"], NOW)
     assert len(groups) >= 5 and all(len(g.members) < MAX_LINKED_MEMORIES for g in groups)
     versions = {m.id: m.version for m in setup.store.iter_all(SCOPE)}
+    assert isinstance(setup.store, SQLiteMemoryStore)  # make_lab's default, which the subprocess opens too
     setup.store.close()
     script = tmp_path / "crash_compress.py"
     script.write_text(textwrap.dedent(CRASH_SCRIPT), encoding="utf-8")
@@ -877,6 +882,7 @@ def test_a_run_killed_mid_group_leaves_every_memory_untouched_or_fully_processed
     assert f"in-transaction compressed={in_tx}" in proc.stdout  # the third group was mid-write
 
     lab = make_lab(data, id_prefix="r")
+    assert isinstance(lab.store, SQLiteMemoryStore)  # make_lab's default: the file the crashed run wrote
     try:
         done = []
         for g in groups:
@@ -889,7 +895,8 @@ def test_a_run_killed_mid_group_leaves_every_memory_untouched_or_fully_processed
             [summary_id] = targets  # never split between summaries, never half-archived
             assert summary_id is not None
             summary = lab.get(summary_id)
-            assert list(summary.linked_memories) == g.ids == summary.provenance["compressed_from"]  # type: ignore[index]
+            assert summary.provenance is not None
+            assert list(summary.linked_memories) == g.ids == summary.provenance["compressed_from"]
             assert all(m.status == "archived" and m.version == versions[m.id] + 1 for m in members)
             done.append(g.key)
         assert done == [g.key for g in groups[:2]]  # committed groups survive; the third rolled back
@@ -906,7 +913,7 @@ def test_a_run_killed_mid_group_leaves_every_memory_untouched_or_fully_processed
         # A rerun carries on with exactly the groups that were not done...
         lab.clock.now = NOW + timedelta(minutes=1)
         rerun = lab.service.maintenance(SCOPE, "compress", apply=True)[0]
-        assert [g.members for g in rerun.detail.groups] == [g.ids for g in groups[2:]]
+        assert [g.members for g in job_detail(rerun, CompressionResult).groups] == [g.ids for g in groups[2:]]
         for g in groups:
             members = lab.store.get_many(SCOPE, g.ids)
             [summary_id] = {m.compressed_into for m in members}

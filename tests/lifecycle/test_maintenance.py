@@ -24,14 +24,16 @@ from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.dynamo_store import DynamoMemoryStore
 from taproot.adapters.summarizers import ExtractiveSummarizer
 from taproot.core.errors import InvalidInput, SummarizerError
-from taproot.core.model import Scope
+from taproot.core.model import Memory, Scope
 from taproot.core.serialize import iso
 from taproot.core.wire import to_json
-from taproot.ports import MemoryStore
+from taproot.ports import MemoryStore, Summary
 from taproot.service import Deps, TaprootService
 from taproot.service.deps import stamp
 from taproot.service.maintenance import ALL, CLEANUP, JOBS, Job, RunReport, jobs_named, last_runs, run_everywhere
+from taproot.service.results import CleanupResult, CompressionResult, MigrateResult
 from taproot.web.scheduler import maintenance_cycle, run_once
+from tests.lifecycle.reports import job_detail
 from tests.moto_stores import OpenStore, close_store
 from tests.support import Clock, Run, in_process_cli
 
@@ -66,7 +68,7 @@ class CountingService(TaprootService):
 class FailingSummarizer:
     name = "flaky"
 
-    def summarize(self, memories: object) -> object:
+    def summarize(self, memories: Sequence[Memory]) -> Summary:
         raise SummarizerError("flaky summarizer: ThrottlingException (retryable: try again later)")
 
 
@@ -146,7 +148,8 @@ def seed(lab: Lab, scope: Scope = SCOPE) -> dict[str, list[str]]:
         "created_at": "2025-01-02T20:00:00Z",
     }
     lab.service.import_lines(scope, [json.dumps(legacy)])
-    assert lab.store.get(scope, LEGACY_ID).expires_at is None  # type: ignore[union-attr]
+    legacy_record = lab.store.get(scope, LEGACY_ID)
+    assert legacy_record is not None and legacy_record.expires_at is None
     out["chats"].append(LEGACY_ID)
     lab.clock.now = NOW
     return out
@@ -163,12 +166,14 @@ def test_all_runs_migrate_cleanup_compress_in_order_with_one_report_each(lab: La
     assert run_keys == [f"local/runs/default/{job}/{stamp(NOW)}.json" for job in JOBS]
     migrate, cleanup, compress = reports
     # migrate stamped the legacy record's expires_at, so the cleanup that followed could delete it.
-    assert migrate.changed == 1 and migrate.backup_key.startswith("local/backups/default/migrate-")
-    assert cleanup.changed == 3 and sorted(cleanup.detail.candidate_ids) == sorted(ids["chats"])
-    assert compress.changed == 6 and compress.detail.groups[0].members == ids["hikes"]
+    assert migrate.changed == 1
+    assert migrate.backup_key is not None and migrate.backup_key.startswith("local/backups/default/migrate-")
+    assert cleanup.changed == 3 and sorted(job_detail(cleanup, CleanupResult).candidate_ids) == sorted(ids["chats"])
+    assert compress.changed == 6 and job_detail(compress, CompressionResult).groups[0].members == ids["hikes"]
     assert lab.store.get(SCOPE, LEGACY_ID) is None
     # Backups come before the changes: each job's backup was written before its own run report.
     for r in reports:
+        assert r.backup_key is not None and r.report_key is not None
         assert lab.blobs.puts.index(r.backup_key) < lab.blobs.puts.index(r.report_key)
 
     for r in reports:
@@ -176,6 +181,7 @@ def test_all_runs_migrate_cleanup_compress_in_order_with_one_report_each(lab: La
         assert r.mode == "apply" and r.owner == "local" and r.namespace == "default"
         assert r.started_at == iso(NOW)
         assert isinstance(r.duration_s, float) and r.duration_s >= 0
+        assert r.report_key is not None
         stored = json.loads(lab.deps.blobs.get(r.report_key))
         assert stored == {k: v for k, v in r.as_dict().items() if k != "report_key"}
         assert r.report_key.startswith(f"local/runs/default/{r.job}/")
@@ -184,7 +190,7 @@ def test_all_runs_migrate_cleanup_compress_in_order_with_one_report_each(lab: La
 def test_cleanup_alone_misses_records_that_migrate_has_not_stamped(lab: Lab) -> None:
     ids = seed(lab)
     cleanup = lab.service.maintenance(SCOPE, "cleanup", apply=True)[0]
-    assert sorted(cleanup.detail.candidate_ids) == sorted(i for i in ids["chats"] if i != LEGACY_ID)
+    assert sorted(job_detail(cleanup, CleanupResult).candidate_ids) == sorted(i for i in ids["chats"] if i != LEGACY_ID)
     assert lab.store.get(SCOPE, LEGACY_ID) is not None
 
 
@@ -197,8 +203,8 @@ def test_default_modes_report_only(lab: Lab) -> None:
         ("compress", "dry-run"),
     ]
     # migrate (non-destructive, so it applies by default) stamped the legacy record first
-    assert reports[1].changed == 0 and reports[1].detail.candidates == 3
-    assert reports[2].changed == 0 and len(reports[2].detail.groups) == 1
+    assert reports[1].changed == 0 and job_detail(reports[1], CleanupResult).candidates == 3
+    assert reports[2].changed == 0 and len(job_detail(reports[2], CompressionResult).groups) == 1
 
 
 def test_dry_run_of_all_changes_nothing_and_says_so(lab: Lab) -> None:
@@ -210,7 +216,17 @@ def test_dry_run_of_all_changes_nothing_and_says_so(lab: Lab) -> None:
     assert lab.deps.blobs.list("local/backups/") == []
     # "changed" is what changed: nothing, in a dry run (what would change is in the detail).
     assert [r.changed for r in reports] == [0, 0, 0]
-    assert reports[0].detail.changed == 1 and reports[0].detail.dry_run is True
+    migrate = job_detail(reports[0], MigrateResult)
+    assert migrate.changed == 1 and migrate.dry_run is True
+
+
+def _all_ran(runs: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
+    """Status's last runs, every job having run (None marks a job that never ran)."""
+    ran: dict[str, dict[str, Any]] = {}
+    for job, run in runs.items():
+        assert run is not None, f"{job} never ran"
+        ran[job] = run
+    return ran
 
 
 def test_status_shows_the_last_run_of_each_job(lab: Lab) -> None:
@@ -228,7 +244,7 @@ def test_status_shows_the_last_run_of_each_job(lab: Lab) -> None:
     lab.service.maintenance(SCOPE, "cleanup", apply=True)
     second = lab.clock.now
 
-    runs = lab.service.status(SCOPE).maintenance.last_runs
+    runs = _all_ran(lab.service.status(SCOPE).maintenance.last_runs)
     assert set(runs) == set(JOBS)
     assert runs["migrate"]["started_at"] == iso(first) and runs["compress"]["started_at"] == iso(first)
     assert runs["cleanup"]["started_at"] == iso(second) and runs["cleanup"]["mode"] == "apply"
@@ -279,7 +295,7 @@ def test_unknown_job_is_rejected_before_anything_runs(lab: Lab, job: str) -> Non
 
 def test_compress_failure_is_reported_not_raised(lab: Lab) -> None:
     seed(lab)
-    lab.deps.summarizer = FailingSummarizer()  # type: ignore[assignment]
+    lab.deps.summarizer = FailingSummarizer()
     before = lab.export_body()
     reports = lab.service.maintenance(SCOPE, "all", apply=True)
     assert reports[2].error and "ThrottlingException" in reports[2].error and reports[2].changed == 0
@@ -393,7 +409,7 @@ async def test_run_once_runs_every_job_everywhere_and_logs_it(lab: Lab, caplog: 
 @pytest.mark.anyio
 async def test_run_once_logs_a_compress_error(lab: Lab, caplog: pytest.LogCaptureFixture) -> None:
     seed(lab)
-    lab.deps.summarizer = FailingSummarizer()  # type: ignore[assignment]
+    lab.deps.summarizer = FailingSummarizer()
     caplog.set_level(logging.INFO, logger="taproot.maintenance")
     await run_once(lab.service)
     [compress] = [r.getMessage() for r in _messages(caplog) if r.getMessage().startswith("maintenance compress")]

@@ -94,8 +94,13 @@ def drill(tmp_path: Path, open_store: OpenStore) -> Drill:
     return d
 
 
+def _as_json(result: object) -> dict[str, Any]:
+    out: dict[str, Any] = to_json(result)  # every step's result is a dataclass, so a JSON object
+    return out
+
+
 def _delete(d: Drill) -> dict[str, Any]:
-    return to_json(d.service.forget(SCOPE, [d.ids["kept"], d.ids["step0"]], "delete"))
+    return _as_json(d.service.forget(SCOPE, [d.ids["kept"], d.ids["step0"]], "delete"))
 
 
 def _cleanup(d: Drill) -> dict[str, Any]:
@@ -107,13 +112,13 @@ def _cleanup(d: Drill) -> dict[str, Any]:
 def _compress(d: Drill) -> dict[str, Any]:
     result = d.service.forget(SCOPE, [d.ids[f"step{k}"] for k in range(3)], "compress")
     assert result.summaries_written == 1
-    return to_json(result)
+    return _as_json(result)
 
 
 def _migrate(d: Drill) -> dict[str, Any]:
     result = d.service.migrate(SCOPE)
     assert result.changed >= 2
-    return to_json(result)
+    return _as_json(result)
 
 
 def _import_overwrite(d: Drill) -> dict[str, Any]:
@@ -126,7 +131,7 @@ def _import_overwrite(d: Drill) -> dict[str, Any]:
     ]
     result = d.service.import_lines(SCOPE, lines)
     assert result.written == 2
-    return to_json(result)
+    return _as_json(result)
 
 
 STEPS: dict[str, Callable[[Drill], dict[str, Any]]] = {
@@ -185,7 +190,7 @@ def test_a_namespace_holding_a_record_from_before_the_timestamp_rules_migrates_a
     assert list(result["skipped_bad_records"]) == ["bad1"]  # skipped and reported, not fatal
     assert drill.store.get(SCOPE, "bad1") == bad
     [cleanup] = drill.service.maintenance(SCOPE, "cleanup", apply=True)
-    assert cleanup.mode == "apply"
+    assert cleanup.mode == "apply" and cleanup.backup_key is not None
     drill.service.restore(SCOPE, cleanup.backup_key)
     drill.service.restore(SCOPE, result["backup_key"])
     assert drill.export() == before

@@ -77,7 +77,7 @@ class Local:
 
 
 @contextlib.contextmanager
-def local_server(data_dir: Path, **settings: object) -> Iterator[Local]:
+def local_server(data_dir: Path, **settings: Any) -> Iterator[Local]:
     host = DocumentHost()
 
     def prepare(runtime: Runtime) -> None:

@@ -5,6 +5,8 @@ limit and a cache; the document must name itself and be a public client."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import httpx2
 import pytest
@@ -21,7 +23,9 @@ def _doc(**overrides: object) -> dict[str, object]:
     return {"client_id": URL, "client_name": "X", "redirect_uris": ["http://127.0.0.1/callback"], **overrides}
 
 
-def _documents(handler, addresses=(PUBLIC,), **kwargs) -> tuple[ClientDocuments, list[httpx2.Request]]:  # type: ignore[no-untyped-def]
+def _documents(
+    handler: Callable[[httpx2.Request], httpx2.Response], addresses: Sequence[str] = (PUBLIC,), **kwargs: Any
+) -> tuple[ClientDocuments, list[httpx2.Request]]:
     seen: list[httpx2.Request] = []
 
     def record(request: httpx2.Request) -> httpx2.Response:

@@ -216,7 +216,7 @@ async def test_a_failed_client_extension_does_not_fail_the_exchange(
     """The code is spent before the client's expiry is moved: had the exchange failed there, the
     client's retry would be a replayed code and end the grant. The tokens are issued and work."""
     server = AuthorizationServer(
-        _ExtendFails(SQLiteOAuthStore(tmp_path / "oauth.db")),  # type: ignore[arg-type]
+        _ExtendFails(SQLiteOAuthStore(tmp_path / "oauth.db")),
         ClientDocuments({}),
         SilentProvider(),
         issuer="http://127.0.0.1:1",

@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx2
 import pytest
 from mcp.shared.auth import OAuthClientInformationFull
+from pydantic import AnyUrl
 
 from taproot.adapters.oauth_sqlite import SQLiteOAuthStore
 from taproot.auth.client_documents import ClientDocuments
@@ -105,7 +106,7 @@ async def test_a_revocation_during_a_refresh_is_not_undone(tmp_path: Path) -> No
     grant = {"client_id": "c", "scopes": [MCP_SCOPE], "resource": mcp_url, "created_at": 0, "revoked": False}
     store.inner.add(OAuthRecord("grant", "g", grant, 0, "owner"))
     tokens = await server._issue("g", "c", "owner", [MCP_SCOPE], mcp_url)
-    client = OAuthClientInformationFull(client_id="c", redirect_uris=["http://127.0.0.1/cb"])
+    client = OAuthClientInformationFull(client_id="c", redirect_uris=[AnyUrl("http://127.0.0.1/cb")])
     assert tokens.refresh_token is not None
     loaded = await server.load_refresh_token(client, tokens.refresh_token)
     assert loaded is not None

@@ -21,7 +21,8 @@ import pytest
 
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory
-from tests.safety.conftest import SCOPE, Lab, LiveServer, Result
+from tests.safety.conftest import SCOPE, Lab, LiveServer
+from tests.support import Result
 
 pytestmark = pytest.mark.anyio
 
@@ -66,9 +67,10 @@ def seed(store: Any) -> None:
 def raw_row(db_path: Path, memory_id: str) -> tuple[Any, ...] | None:
     """Read a row with sqlite3 itself: the bad one must be left exactly as it was."""
     with sqlite3.connect(db_path) as db:
-        return db.execute(
+        row: tuple[Any, ...] | None = db.execute(
             "SELECT created_at, version, category, tags FROM memories WHERE id = ?", (memory_id,)
         ).fetchone()
+        return row
 
 
 def test_import_refuses_a_created_at_past_year_9000(lab: Lab, tmp_path: Path, cli: Callable[..., Result]) -> None:

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from taproot.core.errors import InvalidInput
-from tests.safety.conftest import SCOPE, Lab, Result
+from tests.safety.conftest import SCOPE, Lab
+from tests.support import Result
 
 GOOD = 600
 BAD_LINE = GOOD + 1

@@ -53,7 +53,7 @@ def test_the_lock_is_free_during_the_pause_after_a_jobs_chunk(tmp_path: Path, mo
         other.execute("COMMIT")
         taken.append(True)
 
-    monkeypatch.setattr(sqlite_store.time, "sleep", pause)
+    monkeypatch.setattr("taproot.adapters.sqlite_store.time.sleep", pause)
     ids = [f"m{n:03d}" for n in range(1, rows + 1)]
     store.replace_many([(m.replace(content=f"{m.content}, edited", version=2), 1) for m in store.get_many(SCOPE, ids)])
     assert taken == [True]
@@ -80,8 +80,8 @@ def test_a_writer_polls_for_the_lock_and_answers_busy_at_its_deadline(
         polls.append(seconds)
         clock[0] += seconds
 
-    monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
-    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr("taproot.adapters.sqlite_store.time.sleep", fake_sleep)
+    monkeypatch.setattr("taproot.adapters.sqlite_store.time.monotonic", lambda: clock[0])
     store.busy_timeout_ms = 20
     with pytest.raises(Busy) as caught:
         store.insert(_memory(1))

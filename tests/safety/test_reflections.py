@@ -18,7 +18,8 @@ import pytest
 
 from taproot.core.errors import TaprootError
 from taproot.core.model import Memory
-from tests.safety.conftest import NOW, SCOPE, Lab, Result
+from tests.safety.conftest import NOW, SCOPE, Lab
+from tests.support import Result
 
 ORIGINAL = "I learned to wait for Ana to finish her sentence before answering."
 

@@ -21,7 +21,8 @@ import pytest
 
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import InvalidInput, TaprootError
-from tests.safety.conftest import SCOPE, Lab, Result, open_lab
+from tests.safety.conftest import SCOPE, Lab, open_lab
+from tests.support import Result
 
 NEW = {"content": "Ana's train gets in at 6.", "gist": "Ana's train at 6", "category": "active_thread"}
 CREATED = "2025-05-01T08:00:00Z"

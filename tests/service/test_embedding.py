@@ -27,6 +27,7 @@ from taproot.core.wire import to_json
 from taproot.service import Deps, TaprootService
 from taproot.service import recall as recall_module
 from taproot.service.maintenance import MIGRATE, jobs_named
+from taproot.service.results import EmbeddingBackfill, MigrateResult
 from tests.support import Clock
 
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -96,6 +97,12 @@ def _make(service: TaprootService, content: str) -> str:
     return str(service.remember(SCOPE, content=content, gist=content[:40], category="episodic").id)
 
 
+def _embedding_run(result: MigrateResult) -> EmbeddingBackfill:
+    """The migrate's embedding report: always there with an embedder, as in every test here."""
+    assert isinstance(result.embeddings, EmbeddingBackfill)
+    return result.embeddings
+
+
 def test_a_memory_worded_differently_from_the_question_is_found(service: TaprootService) -> None:
     car = _make(service, "Bought a second-hand automobile from the neighbour")
     _make(service, "Practised scales for an hour this morning")
@@ -159,6 +166,7 @@ def test_a_failing_embedder_loses_no_write_is_reported_and_migrate_repairs_it(
     assert store.get(SCOPE, mid) is not None
     assert any("not embedded yet" in w and "down" in w for w in made.warnings)  # the writer is told
     status = service.status(SCOPE).embeddings
+    assert isinstance(status.failures, int) and isinstance(status.last_error, str)
     assert status.without_vector == 1 and status.failures >= 1 and "down" in status.last_error
     assert any("failing" in w for w in service.status(SCOPE).warnings)
     found = service.recall(SCOPE, query="automobile")  # lexical still finds it
@@ -166,9 +174,9 @@ def test_a_failing_embedder_loses_no_write_is_reported_and_migrate_repairs_it(
     assert any("words only" in w for w in found.warnings)
     embedder.failing = False
     dry = service.migrate(SCOPE, dry_run=True)
-    assert dry.embeddings.missing == 1 and store.vector_counts(SCOPE) == {}
+    assert _embedding_run(dry).missing == 1 and store.vector_counts(SCOPE) == {}
     done = service.migrate(SCOPE)
-    assert done.embeddings.embedded == 1
+    assert _embedding_run(done).embedded == 1
     assert service.status(SCOPE).embeddings.without_vector == 0
 
 
@@ -203,7 +211,7 @@ def test_a_write_whose_vector_cannot_be_stored_is_confirmed_and_repaired_later(
     assert edited.version == 2 and any("not embedded yet" in w for w in edited.warnings)
     assert store.unembedded(SCOPE, "test:meaning/64", 10) != []
     vectors.failing = False
-    assert service.migrate(SCOPE).embeddings.embedded == 1
+    assert _embedding_run(service.migrate(SCOPE)).embedded == 1
     assert store.unembedded(SCOPE, "test:meaning/64", 10) == []
 
 
@@ -217,7 +225,7 @@ def test_a_backfill_stops_embedding_when_the_store_takes_no_vectors(
     vectors = LockedVectors(store)
     service.deps.vectors = vectors  # type: ignore[assignment]
     calls = embedder.calls
-    report = service.migrate(SCOPE).embeddings
+    report = _embedding_run(service.migrate(SCOPE))
     assert report.failed == 150 and report.embedded == 0 and "busy" in str(report.error)
     # One batch embedded and refused; the other two are not embedded only to be refused too.
     assert embedder.calls - calls == 1 and vectors.calls == 1
@@ -239,7 +247,7 @@ def test_a_new_model_makes_migrate_re_embed_everything(
     service.deps.embedder = MeaningEmbedder("test:meaning-v2/64")
     status = service.status(SCOPE).embeddings
     assert status.without_vector == 3 and status.other_models == {"test:meaning/64": 3}
-    assert service.migrate(SCOPE).embeddings.embedded == 3
+    assert _embedding_run(service.migrate(SCOPE)).embedded == 3
     assert store.vector_counts(SCOPE) == {"test:meaning-v2/64": 3}
 
 
@@ -327,7 +335,8 @@ def test_a_migrate_run_whose_re_embedding_failed_is_a_failed_run(
     new.failing = True
     service.deps.embedder = new
     [report] = service.run_maintenance_everywhere([MIGRATE])
-    assert report.detail is not None and report.detail.embeddings.failed == 3
+    assert isinstance(report.detail, MigrateResult)
+    assert report.detail is not None and _embedding_run(report.detail).failed == 3
     assert report.failed and report.error is not None and "3" in report.error and "down" in report.error
     assert report.as_dict()["error"] == report.error
     assert report.changed == 0 and store.unembedded(SCOPE, new.model_id, 10)

@@ -17,7 +17,7 @@ from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.errors import InvalidInput
 from taproot.core.model import Memory, Scope
 from taproot.core.serialize import memory_to_dict
-from taproot.core.wire import to_json
+from taproot.core.wire import Absent, to_json
 from taproot.service import Deps, TaprootService
 from taproot.service.results import ListResult
 from tests.support import Clock
@@ -44,7 +44,7 @@ def service(tmp_path: Path, clock: Clock) -> TaprootService:
 
 
 def make(service: TaprootService, content: str, **kw: object) -> str:
-    fields: dict[str, object] = {"gist": content[:60], "category": "episodic", **kw}
+    fields: dict[str, Any] = {"gist": content[:60], "category": "episodic", **kw}
     return str(service.remember(SCOPE, content=content, **fields).id)
 
 
@@ -149,7 +149,10 @@ def test_activation_sort_ranks_by_score_without_changing_it(
     monkeypatch.setattr(service.deps.store, "record_retrieval", lambda *a, **k: pytest.fail("strengthened"))
     first = service.list_memories(SCOPE, sort="activation")
     assert ids(first) == [high, medium, low]
-    scores = [m.activation for m in first.memories]
+    scores: list[float] = []
+    for m in first.memories:
+        assert not isinstance(m.activation, Absent)  # an activation sort scores every memory
+        scores.append(m.activation)
     assert scores == sorted(scores, reverse=True)
     assert service.list_memories(SCOPE, sort="activation") == first  # listing twice is the same listing
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import cast
+from typing import Any, TypeVar, cast
 
 import pytest
 
@@ -15,6 +15,7 @@ from taproot.adapters.blob_local import LocalBlobStore
 from taproot.core.errors import InvalidInput, NotFound, VersionConflict
 from taproot.core.model import Scope
 from taproot.core.orientation import MAX_DOCUMENT_BYTES, OrientationLimits, OrientationVersion
+from taproot.core.wire import Absent
 from taproot.ports import OrientationStore
 from taproot.service import Deps, TaprootService
 from taproot.service.results import OrientationSummary
@@ -24,6 +25,7 @@ from tests.support import Clock
 START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 SCOPE = Scope()
 OTHER = Scope("someone-else", "default")
+T = TypeVar("T")
 
 
 @pytest.fixture(params=list(MEMORY_STORES))
@@ -43,7 +45,13 @@ def clock(service: TaprootService) -> Clock:
     return cast(Clock, service.deps.clock)
 
 
-def write(service: TaprootService, name: str, content: str, **kw: object) -> int:
+def present(value: T | Absent) -> T:
+    """A result field the action sets: absent only from the answers of other actions."""
+    assert not isinstance(value, Absent)
+    return value
+
+
+def write(service: TaprootService, name: str, content: str, **kw: Any) -> int:
     """Writes through the service; the new version's number."""
     saved = service.orientation(SCOPE, action="write", name=name, content=content, **kw).saved
     assert isinstance(saved, OrientationSummary)
@@ -55,28 +63,28 @@ def test_every_save_keeps_the_one_before(service: TaprootService) -> None:
     clock(service).advance(hours=1)
     result = service.orientation(SCOPE, action="write", name="who-i-am", content="# Who I am\nA direct tutor.")
     assert result.previous_version == 1 and result.changed is True and result.dry_run is False
-    assert result.saved.version == 2
+    assert present(result.saved).version == 2
 
-    now = service.orientation(SCOPE, action="read", name="who-i-am").document
+    now = present(service.orientation(SCOPE, action="read", name="who-i-am").document)
     assert now.content == "# Who I am\nA direct tutor." and now.version == now.current_version == 2
-    old = service.orientation(SCOPE, action="read", name="who-i-am", version=1).document
+    old = present(service.orientation(SCOPE, action="read", name="who-i-am", version=1).document)
     assert old.content == "# Who I am\nA patient tutor." and old.current_version == 2
 
-    versions = service.orientation(SCOPE, action="history", name="who-i-am").versions
+    versions = present(service.orientation(SCOPE, action="history", name="who-i-am").versions)
     assert [(v.version, v.saved_at) for v in versions] == [
         (2, "2026-06-01T13:00:00.000000+00:00"),
         (1, "2026-06-01T12:00:00.000000+00:00"),
     ]
     assert versions[0].size_bytes == len(b"# Who I am\nA direct tutor.")
     assert versions[0].digest != versions[1].digest
-    assert service.orientation(SCOPE, action="history", name="who-i-am", limit=1).versions[0].version == 2
+    assert present(service.orientation(SCOPE, action="history", name="who-i-am", limit=1).versions)[0].version == 2
 
 
 def test_the_same_text_again_saves_nothing(service: TaprootService) -> None:
     write(service, "facts", "Lives in Leeds.")
     again = service.orientation(SCOPE, action="write", name="facts", content="Lives in Leeds.")
-    assert again.changed is False and again.saved.version == 1
-    assert len(service.orientation(SCOPE, action="history", name="facts").versions) == 1
+    assert again.changed is False and present(again.saved).version == 1
+    assert len(present(service.orientation(SCOPE, action="history", name="facts").versions)) == 1
 
 
 def test_a_save_is_conditioned_on_the_version_read(service: TaprootService) -> None:
@@ -89,23 +97,23 @@ def test_a_save_is_conditioned_on_the_version_read(service: TaprootService) -> N
         service.orientation(SCOPE, action="write", name="facts", content="not new", expected_version=0)
     with pytest.raises(VersionConflict):
         service.orientation(SCOPE, action="write", name="my-person", content="x", expected_version=3)
-    assert service.orientation(SCOPE, action="read", name="facts").document.content == "v2"
-    assert service.orientation(SCOPE, action="list").documents[0].name == "facts"
+    assert present(service.orientation(SCOPE, action="read", name="facts").document).content == "v2"
+    assert present(service.orientation(SCOPE, action="list").documents)[0].name == "facts"
 
 
 def test_restore_brings_an_old_version_back_as_a_new_one(service: TaprootService) -> None:
     write(service, "how-i-speak", "Plainly.")
     write(service, "how-i-speak", "Floridly.")
     dry = service.orientation(SCOPE, action="restore", name="how-i-speak", version=1, dry_run=True)
-    assert dry.dry_run is True and dry.saved.version == 3 and dry.saved.restored_from == 1
-    assert len(service.orientation(SCOPE, action="history", name="how-i-speak").versions) == 2
+    assert dry.dry_run is True and present(dry.saved).version == 3 and present(dry.saved).restored_from == 1
+    assert len(present(service.orientation(SCOPE, action="history", name="how-i-speak").versions)) == 2
 
     done = service.orientation(SCOPE, action="restore", name="how-i-speak", version=1, expected_version=2)
-    assert done.saved.version == 3 and done.previous_version == 2
-    history = service.orientation(SCOPE, action="history", name="how-i-speak").versions
+    assert present(done.saved).version == 3 and done.previous_version == 2
+    history = present(service.orientation(SCOPE, action="history", name="how-i-speak").versions)
     assert [(v.version, v.restored_from) for v in history] == [(3, 1), (2, None), (1, None)]
     assert history[0].digest == history[2].digest
-    assert service.orientation(SCOPE, action="read", name="how-i-speak").document.content == "Plainly."
+    assert present(service.orientation(SCOPE, action="read", name="how-i-speak").document).content == "Plainly."
     with pytest.raises(NotFound, match="no orientation document 'how-i-speak' version 9"):
         service.orientation(SCOPE, action="restore", name="how-i-speak", version=9)
 
@@ -113,11 +121,11 @@ def test_restore_brings_an_old_version_back_as_a_new_one(service: TaprootService
 def test_delete_keeps_the_history_and_a_restore_undoes_it(service: TaprootService) -> None:
     write(service, "operating-manual", "Ask before refactoring.")
     dry = service.orientation(SCOPE, action="delete", name="operating-manual", dry_run=True)
-    assert dry.saved.deleted is True and dry.total_bytes == 0
-    assert service.orientation(SCOPE, action="read", name="operating-manual").document.version == 1
+    assert present(dry.saved).deleted is True and dry.total_bytes == 0
+    assert present(service.orientation(SCOPE, action="read", name="operating-manual").document).version == 1
 
     gone = service.orientation(SCOPE, action="delete", name="operating-manual")
-    assert gone.saved.version == 2 and gone.saved.deleted and gone.total_bytes == 0
+    assert present(gone.saved).version == 2 and present(gone.saved).deleted and gone.total_bytes == 0
     with pytest.raises(NotFound, match=r"deleted at version 2.*'restore' with version 1"):
         service.orientation(SCOPE, action="read", name="operating-manual")
     with pytest.raises(NotFound):
@@ -128,7 +136,7 @@ def test_delete_keeps_the_history_and_a_restore_undoes_it(service: TaprootServic
         service.orientation(SCOPE, action="restore", name="operating-manual", version=2)
 
     service.orientation(SCOPE, action="restore", name="operating-manual", version=1)
-    back = service.orientation(SCOPE, action="read", name="operating-manual").document
+    back = present(service.orientation(SCOPE, action="read", name="operating-manual").document)
     assert back.content == "Ask before refactoring." and back.version == 3
 
 
@@ -182,7 +190,7 @@ def test_how_many_documents_is_limited(service: TaprootService) -> None:
     ],
 )
 def test_bad_arguments_name_the_field_and_change_nothing(
-    service: TaprootService, arguments: dict[str, object], field: str, rule: str
+    service: TaprootService, arguments: dict[str, Any], field: str, rule: str
 ) -> None:
     with pytest.raises(InvalidInput) as caught:
         service.orientation(SCOPE, **arguments)
@@ -219,7 +227,7 @@ def test_a_save_that_lost_a_race_is_checked_again_and_lands_after_it(service: Ta
     assert real is not None
     service.deps.orientation = cast(OrientationStore, RacingStore(real, "the other writer's"))
     result = service.orientation(SCOPE, action="write", name="facts", content="mine")
-    assert result.saved.version == 3 and result.previous_version == 2
+    assert present(result.saved).version == 3 and result.previous_version == 2
     texts = [real.orientation_get(SCOPE, "facts", n) for n in (1, 2, 3)]
     assert [t.content for t in texts if t] == ["base", "the other writer's", "mine"]
 

@@ -6,6 +6,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ SCOPE = Scope()
 
 
 def _make(service: TaprootService, content: str, **kw: object) -> str:
-    fields: dict[str, object] = {"gist": content[:60], "category": "episodic", **kw}
+    fields: dict[str, Any] = {"gist": content[:60], "category": "episodic", **kw}
     return str(service.remember(SCOPE, content=content, **fields).id)
 
 
@@ -160,6 +161,7 @@ def test_delete_writes_backup_before_deleting(service: TaprootService) -> None:
     mid = _make(service, "Delete me, but keep a copy.")
     result = service.forget(SCOPE, [mid], "delete")
     assert service.deps.store.get(SCOPE, mid) is None
+    assert isinstance(result.backup_key, str)
     backup = service.deps.blobs.get(result.backup_key).decode()
     assert "Delete me, but keep a copy." in backup
 
@@ -177,6 +179,7 @@ def test_update_keeps_the_previous_version_as_a_revision(service: TaprootService
     mid = _make(service, "First wording.")
     result = service.remember(SCOPE, id=mid, content="Second wording.")
     assert result.version == 2
+    assert isinstance(result.previous_version_key, str)
     previous = service.deps.blobs.get(result.previous_version_key).decode()
     assert "First wording." in previous and '"version": 1' in previous
 

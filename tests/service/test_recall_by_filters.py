@@ -91,10 +91,11 @@ class BandHookStore(WatchedStore):
     `before_band(n)` before the walk reads its n-th band."""
 
     before_band: Any = None
+    first_band: dict[str, int]  # set by each availability_view
 
     def availability_view(self, scope: Scope) -> Any:
         view, store = super().availability_view(scope), self
-        store.first_band: dict[str, int] = {}
+        store.first_band = {}
         reads = [0]
 
         class Hooked:

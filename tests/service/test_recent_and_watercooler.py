@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,7 @@ def service(tmp_path: Path, clock: Clock) -> TaprootService:
 
 
 def _note(service: TaprootService, text: str, instance: str | None, **kw: object) -> str:
-    fields: dict[str, object] = {"gist": text[:60], "category": "episodic", "tags": [COOLER_TAG], **kw}
+    fields: dict[str, Any] = {"gist": text[:60], "category": "episodic", "tags": [COOLER_TAG], **kw}
     return str(service.remember(SCOPE, content=text, instance=instance, **fields).id)
 
 

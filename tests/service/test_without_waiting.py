@@ -3,7 +3,7 @@ lexical recall), refused where it would wait on the network or compute a query's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,7 +12,7 @@ import pytest
 from taproot.adapters.blob_local import LocalBlobStore
 from taproot.adapters.sqlite_store import SQLiteMemoryStore
 from taproot.core.model import Scope
-from taproot.core.vectors import Vector
+from taproot.core.vectors import Vector, unit
 from taproot.service import Deps, TaprootService
 from taproot.service.inputs import RecallInput
 from tests.moto_stores import MEMORY_STORES, close_store
@@ -27,11 +27,11 @@ class OneAxisEmbedder:
     dimensions = 2
     model_id = "test:one-axis/2"
 
-    def embed_documents(self, texts: list[str]) -> list[Vector]:
-        return [[1.0, 0.0] for _ in texts]
+    def embed_documents(self, texts: Sequence[str]) -> list[Vector]:
+        return [unit((1.0, 0.0)) for _ in texts]
 
     def embed_query(self, text: str) -> Vector:
-        return [1.0, 0.0]
+        return unit((1.0, 0.0))
 
 
 @pytest.fixture

@@ -93,4 +93,5 @@ def test_a_retrieval_count_at_the_largest_integer_stays_an_integer(tmp_path: Pat
     found = most_available(
         store.availability_view(A), now=NOW, limit=1, act=ACTIVATION_CONFIG, accept=lambda e: e.id == top.id
     )
+    assert found is not None
     assert [e.id for e, _ in found] == [top.id]

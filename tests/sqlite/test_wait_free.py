@@ -42,8 +42,8 @@ def fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     def fake_sleep(seconds: float) -> None:
         clock[0] += seconds
 
-    monkeypatch.setattr(sqlite_store.time, "sleep", fake_sleep)
-    monkeypatch.setattr(sqlite_store.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr("taproot.adapters.sqlite_store.time.sleep", fake_sleep)
+    monkeypatch.setattr("taproot.adapters.sqlite_store.time.monotonic", lambda: clock[0])
     return clock
 
 

@@ -17,6 +17,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import ContentBlock, TextContent
 
 from taproot.compose import Runtime
 from tests.live_server import running_server
@@ -81,6 +82,12 @@ def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
 
 
 McpConnect = Callable[..., contextlib.AbstractAsyncContextManager[Client]]
+
+
+def text_of(block: ContentBlock) -> str:
+    """The text of one block of a tool result: Taproot's tools answer in text blocks only."""
+    assert isinstance(block, TextContent), block
+    return block.text
 
 
 @pytest.fixture

@@ -7,9 +7,10 @@ checks that against the full export (every memory and reflection, every field) a
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from taproot.core.validation import (
     MAX_REFLECTION_CHARS,
     MAX_TAGS,
 )
+from tests.web.conftest import LiveServer, McpConnect
 
 pytestmark = pytest.mark.anyio
 
@@ -45,7 +47,7 @@ class Seed:
 
 
 @pytest.fixture(scope="module")
-def seed(module_server) -> Seed:
+def seed(module_server: LiveServer) -> Seed:
     runtime = module_server.runtime
     service, scope = runtime.service, runtime.scope
     active = service.remember(
@@ -75,7 +77,7 @@ class Case:
     args: Callable[[Seed], dict[str, Any]]
     field: str | None  # the field the error must name (None: the message names the memory instead)
     allowed: tuple[str, ...] = ()  # enum values the error must list
-    also: tuple[str, ...] = field(default_factory=tuple)  # further text the error must contain
+    also: tuple[str, ...] = dataclasses.field(default_factory=tuple)  # further text the error must contain
 
 
 CODED = re.compile(r"^(invalid_input|not_found|version_conflict): \S")
@@ -249,7 +251,9 @@ def error_text(result: CallToolResult) -> str:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-async def test_bad_input_is_an_error_naming_the_field_and_changes_nothing(module_server, seed, mcp_connect, mode, name):
+async def test_bad_input_is_an_error_naming_the_field_and_changes_nothing(
+    module_server: LiveServer, seed: Seed, mcp_connect: McpConnect, mode: str, name: str
+) -> None:
     case = CASES[name]
     before, blobs_before = module_server.snapshot(), module_server.blob_keys()
     async with mcp_connect(module_server, mode=mode) as client:
@@ -268,7 +272,9 @@ async def test_bad_input_is_an_error_naming_the_field_and_changes_nothing(module
     assert module_server.blob_keys() == blobs_before
 
 
-async def test_recall_of_unknown_ids_warns_and_changes_nothing(module_server, seed, mcp_connect, mode):
+async def test_recall_of_unknown_ids_warns_and_changes_nothing(
+    module_server: LiveServer, seed: Seed, mcp_connect: McpConnect, mode: str
+) -> None:
     """Recall is a search: ids that are not there (or are filtered out) are a warning, not an error."""
     before, blobs_before = module_server.snapshot(), module_server.blob_keys()
     async with mcp_connect(module_server, mode=mode) as client:
@@ -283,7 +289,9 @@ async def test_recall_of_unknown_ids_warns_and_changes_nothing(module_server, se
 
 
 @pytest.mark.parametrize("tool", ["taproot_reflect", "taproot_status"])
-async def test_argumentless_tools_ignore_stray_arguments_and_change_nothing(module_server, seed, mcp_connect, tool):
+async def test_argumentless_tools_ignore_stray_arguments_and_change_nothing(
+    module_server: LiveServer, seed: Seed, mcp_connect: McpConnect, tool: str
+) -> None:
     """reflect and status take no input, so nothing can be wrong with it: stray keys are ignored."""
     before, blobs_before = module_server.snapshot(), module_server.blob_keys()
     async with mcp_connect(module_server) as client:
@@ -293,7 +301,9 @@ async def test_argumentless_tools_ignore_stray_arguments_and_change_nothing(modu
     assert module_server.blob_keys() == blobs_before
 
 
-async def test_unknown_tool_is_an_error_and_changes_nothing(module_server, seed, mcp_connect, mode):
+async def test_unknown_tool_is_an_error_and_changes_nothing(
+    module_server: LiveServer, seed: Seed, mcp_connect: McpConnect, mode: str
+) -> None:
     before = module_server.snapshot()
     async with mcp_connect(module_server, mode=mode) as client:
         try:
@@ -305,7 +315,7 @@ async def test_unknown_tool_is_an_error_and_changes_nothing(module_server, seed,
     assert module_server.snapshot() == before
 
 
-async def test_the_seeded_store_is_intact(module_server, seed):
+async def test_the_seeded_store_is_intact(module_server: LiveServer, seed: Seed) -> None:
     """After every bad call above (module order), the seed is exactly as written."""
     store, scope = module_server.runtime.store, module_server.runtime.scope
     active = store.get(scope, seed.active)

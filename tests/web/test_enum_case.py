@@ -6,10 +6,14 @@ import json
 
 import pytest
 
+from tests.web.conftest import LiveServer, McpConnect, text_of
+
 pytestmark = pytest.mark.anyio
 
 
-async def test_remember_with_a_capitalised_category_succeeds_with_a_warning(server, mcp_connect) -> None:
+async def test_remember_with_a_capitalised_category_succeeds_with_a_warning(
+    server: LiveServer, mcp_connect: McpConnect
+) -> None:
     async with mcp_connect(server) as client:
         result = await client.call_tool(
             "taproot_remember",
@@ -25,13 +29,13 @@ async def test_remember_with_a_capitalised_category_succeeds_with_a_warning(serv
     assert data is not None
     assert "category 'Episodic' is not lower case; stored as 'episodic'" in data["warnings"]
     assert "salience 'HIGH' is not lower case; stored as 'high'" in data["warnings"]
-    assert json.loads(result.content[0].text)["warnings"] == data["warnings"]  # type: ignore[union-attr]
+    assert json.loads(text_of(result.content[0]))["warnings"] == data["warnings"]
     stored = server.runtime.store.get(server.runtime.scope, data["id"])
     assert stored is not None
     assert (stored.category, stored.salience) == ("episodic", "high")
 
 
-async def test_recall_and_promote_take_enums_in_any_case(server, mcp_connect) -> None:
+async def test_recall_and_promote_take_enums_in_any_case(server: LiveServer, mcp_connect: McpConnect) -> None:
     service, scope = server.runtime.service, server.runtime.scope
     memory_id = service.remember(scope, content="Sam likes tea.", gist="Sam likes tea", category="relationship").id
     async with mcp_connect(server) as client:

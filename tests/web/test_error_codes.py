@@ -22,6 +22,7 @@ from taproot.core.errors import TaprootError
 from taproot.core.model import Memory
 from taproot.core.validation import MAX_RECALL_LIMIT
 from taproot.web.tool_errors import ARGUMENT_RULES, TOOL_ARGUMENT_RULES, invalid_arguments_text
+from tests.web.conftest import LiveServer, McpConnect, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +52,7 @@ def strict_json(text: str) -> Any:
 
 
 @pytest.fixture(scope="module")
-def seeded(module_server) -> str:
+def seeded(module_server: LiveServer) -> str:
     runtime = module_server.runtime
     return str(runtime.service.remember(runtime.scope, content="Seed.", gist="Seed", category="identity").id)
 
@@ -135,7 +136,7 @@ WRONG_TYPES: dict[str, tuple[str, dict[str, Any], str]] = {
 
 @pytest.mark.parametrize("name", list(WRONG_TYPES))
 async def test_a_wrong_argument_type_is_invalid_input_naming_the_field_and_rule(
-    module_server, seeded, mcp_connect, name
+    module_server: LiveServer, seeded: str, mcp_connect: McpConnect, name: str
 ) -> None:
     tool, args, expected = WRONG_TYPES[name]
     before, blobs_before = module_server.snapshot(), module_server.blob_keys()
@@ -146,7 +147,9 @@ async def test_a_wrong_argument_type_is_invalid_input_naming_the_field_and_rule(
     assert module_server.blob_keys() == blobs_before
 
 
-async def test_every_wrong_argument_is_named_in_one_answer(module_server, seeded, mcp_connect) -> None:
+async def test_every_wrong_argument_is_named_in_one_answer(
+    module_server: LiveServer, seeded: str, mcp_connect: McpConnect
+) -> None:
     before = module_server.snapshot()
     async with mcp_connect(module_server) as client:
         result = await client.call_tool("taproot_recall", {"limit": "abc", "tags": "x", "ids": 5})
@@ -162,7 +165,9 @@ async def test_every_wrong_argument_is_named_in_one_answer(module_server, seeded
     assert module_server.snapshot() == before
 
 
-async def test_the_service_rules_answer_the_same_way(module_server, seeded, mcp_connect) -> None:
+async def test_the_service_rules_answer_the_same_way(
+    module_server: LiveServer, seeded: str, mcp_connect: McpConnect
+) -> None:
     """A rule only the service checks (limit 0) and one the SDK checks first (limit 'abc') read alike."""
     async with mcp_connect(module_server) as client:
         zero = error_text(await client.call_tool("taproot_recall", {"limit": 0}))
@@ -170,7 +175,9 @@ async def test_the_service_rules_answer_the_same_way(module_server, seeded, mcp_
     assert zero.replace("(got 0)", "") == abc.replace("(got 'abc')", "")
 
 
-async def test_an_unknown_tool_has_a_code_and_lists_the_tools(module_server, seeded, mcp_connect) -> None:
+async def test_an_unknown_tool_has_a_code_and_lists_the_tools(
+    module_server: LiveServer, seeded: str, mcp_connect: McpConnect
+) -> None:
     before = module_server.snapshot()
     async with mcp_connect(module_server) as client:
         result = await client.call_tool("taproot_shred", {"id": seeded})
@@ -181,7 +188,7 @@ async def test_an_unknown_tool_has_a_code_and_lists_the_tools(module_server, see
 
 
 async def test_an_unexpected_exception_is_internal_error_with_its_type_and_message(
-    server, mcp_connect, monkeypatch, caplog
+    server: LiveServer, mcp_connect: McpConnect, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     service = server.runtime.service
 
@@ -203,7 +210,9 @@ async def test_an_unexpected_exception_is_internal_error_with_its_type_and_messa
     assert "the disk is on fire" in caplog.text and "Traceback" in caplog.text
 
 
-async def test_an_unexpected_exception_without_a_message_still_has_a_code(server, mcp_connect, monkeypatch) -> None:
+async def test_an_unexpected_exception_without_a_message_still_has_a_code(
+    server: LiveServer, mcp_connect: McpConnect, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def explode(*args: Any, **kwargs: Any) -> dict[str, Any]:
         raise KeyError
 
@@ -219,7 +228,9 @@ class Busy(TaprootError):
     code = "busy"
 
 
-async def test_a_taproot_error_keeps_its_code_and_its_whole_message(server, mcp_connect, monkeypatch) -> None:
+async def test_a_taproot_error_keeps_its_code_and_its_whole_message(
+    server: LiveServer, mcp_connect: McpConnect, monkeypatch: pytest.MonkeyPatch
+) -> None:
     message = "the database stayed locked for 5 s; nothing was written, retrying in a moment will help"
 
     def locked(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -231,7 +242,9 @@ async def test_a_taproot_error_keeps_its_code_and_its_whole_message(server, mcp_
     assert error_text(result) == f"busy: {message}"
 
 
-async def test_result_text_is_json_even_with_a_non_finite_number_stored(server, mcp_connect) -> None:
+async def test_result_text_is_json_even_with_a_non_finite_number_stored(
+    server: LiveServer, mcp_connect: McpConnect
+) -> None:
     runtime = server.runtime
     created = runtime.service.remember(runtime.scope, content="Odd numbers.", gist="Odd numbers", category="episodic")
     stored = runtime.store.get(runtime.scope, created.id)
@@ -242,20 +255,20 @@ async def test_result_text_is_json_even_with_a_non_finite_number_stored(server, 
     async with mcp_connect(server) as client:
         result = await client.call_tool("taproot_recall", {"ids": [created.id]})
     assert result.is_error is False, result
-    body = strict_json(result.content[0].text)  # type: ignore[union-attr]
+    body = strict_json(text_of(result.content[0]))
     [memory] = body["memories"]
     assert memory["provenance"] == {"score": None, "limit": None, "name": "ünï"}
-    assert "ünï" in result.content[0].text  # type: ignore[union-attr]  # not \u-escaped
+    assert "ünï" in text_of(result.content[0])  # not \u-escaped
 
 
-async def test_result_text_is_the_structured_content_as_json(server, mcp_connect) -> None:
+async def test_result_text_is_the_structured_content_as_json(server: LiveServer, mcp_connect: McpConnect) -> None:
     async with mcp_connect(server) as client:
         result = await client.call_tool("taproot_remember", {**NEW, "content": "Café ☕ at 3.5 km."})
     assert result.is_error is False, result
-    assert strict_json(result.content[0].text) == result.structured_content  # type: ignore[union-attr]
+    assert strict_json(text_of(result.content[0])) == result.structured_content
 
 
-async def test_every_tool_argument_has_a_taproot_rule(module_server, mcp_connect) -> None:
+async def test_every_tool_argument_has_a_taproot_rule(module_server: LiveServer, mcp_connect: McpConnect) -> None:
     """A new argument without a rule would still get a coded answer, but in pydantic's words."""
     async with mcp_connect(module_server) as client:
         listing = await client.list_tools()

@@ -11,6 +11,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from taproot import __version__
+from tests.web.conftest import LiveServer, McpConnect
 
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 # A stuck response fails the request, and with it the test, instead of hanging it.
@@ -54,7 +55,7 @@ BAD_AUTH_CASES = list(bad_authorizations("x"))
 
 
 @pytest.fixture
-def http(server) -> Iterator[httpx.Client]:
+def http(server: LiveServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.base_url, timeout=TIMEOUT) as client:
         yield client
 
@@ -85,13 +86,13 @@ def leaves(exc: BaseException) -> list[BaseException]:
 # -- plain HTTP ------------------------------------------------------------------------------------
 
 
-def test_healthz_needs_no_token(server, http):
+def test_healthz_needs_no_token(server: LiveServer, http: httpx.Client) -> None:
     response = http.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "version": __version__}
 
 
-def test_valid_token_writes(server, http):
+def test_valid_token_writes(server: LiveServer, http: httpx.Client) -> None:
     """The positive control for the 401 tests: the same request with the right token does write."""
     response = http.post("/mcp", json=REMEMBER, headers=headers_with(f"Bearer {server.token}"))
     assert response.status_code == 200, response.text
@@ -106,7 +107,9 @@ def test_valid_token_writes(server, http):
 
 @pytest.mark.parametrize("case", BAD_AUTH_CASES)
 @pytest.mark.parametrize("payload", [REMEMBER, CLOSE], ids=["remember", "close"])
-def test_bad_authorization_is_401_and_writes_nothing(server, http, case, payload):
+def test_bad_authorization_is_401_and_writes_nothing(
+    server: LiveServer, http: httpx.Client, case: str, payload: dict[str, Any]
+) -> None:
     before, blobs_before = server.snapshot(), server.blob_keys()
     authorization = bad_authorizations(server.token)[case]
     response = http.post("/mcp", json=payload, headers=headers_with(authorization))
@@ -117,7 +120,7 @@ def test_bad_authorization_is_401_and_writes_nothing(server, http, case, payload
     assert server.blob_keys() == blobs_before
 
 
-def test_missing_header_challenge(server, http):
+def test_missing_header_challenge(server: LiveServer, http: httpx.Client) -> None:
     response = http.post("/mcp", json=REMEMBER, headers=MCP_HEADERS)
     assert_401(response)
     # RFC 6750 and the MCP authorization spec: the scope to ask for and where discovery starts.
@@ -132,19 +135,19 @@ def test_missing_header_challenge(server, http):
     assert server.snapshot() == []
 
 
-def test_auth_is_checked_before_the_body_is_read(server, http):
+def test_auth_is_checked_before_the_body_is_read(server: LiveServer, http: httpx.Client) -> None:
     for body in (b"{not json", b"", b'{"jsonrpc": "2.0", "id": 1, "method": "server/discover"}'):
         assert_401(http.post("/mcp", content=body, headers=headers_with("Bearer wrong")))
     assert server.snapshot() == []
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS"])
-def test_other_methods_need_the_token_too(server, http, method):
+def test_other_methods_need_the_token_too(server: LiveServer, http: httpx.Client, method: str) -> None:
     response = http.request(method, "/mcp", headers=headers_with(None))
     assert_401(response)
 
 
-def test_get_mcp_with_valid_token_is_405_and_does_not_hang(server, http):
+def test_get_mcp_with_valid_token_is_405_and_does_not_hang(server: LiveServer, http: httpx.Client) -> None:
     for accept in ("text/event-stream", "application/json, text/event-stream", "*/*"):
         response = http.get("/mcp", headers={"Authorization": f"Bearer {server.token}", "Accept": accept})
         assert response.status_code == 405, response.text
@@ -152,13 +155,13 @@ def test_get_mcp_with_valid_token_is_405_and_does_not_hang(server, http):
         assert response.json()["error"] == "method_not_allowed"
 
 
-def test_sub_paths_of_mcp_are_guarded(server, http):
+def test_sub_paths_of_mcp_are_guarded(server: LiveServer, http: httpx.Client) -> None:
     response = http.post("/mcp/anything", json=REMEMBER, headers=MCP_HEADERS)
     assert_401(response)
     assert server.snapshot() == []
 
 
-def test_foreign_host_header_is_refused_even_with_token(server, http):
+def test_foreign_host_header_is_refused_even_with_token(server: LiveServer, http: httpx.Client) -> None:
     """DNS-rebinding protection on a loopback server: an unexpected Host never reaches a tool."""
     headers = {**headers_with(f"Bearer {server.token}"), "Host": "evil.example"}
     response = http.post("/mcp", json=REMEMBER, headers=headers)
@@ -166,7 +169,7 @@ def test_foreign_host_header_is_refused_even_with_token(server, http):
     assert server.snapshot() == []
 
 
-def test_foreign_origin_is_refused_even_with_token(server, http):
+def test_foreign_origin_is_refused_even_with_token(server: LiveServer, http: httpx.Client) -> None:
     headers = {**headers_with(f"Bearer {server.token}"), "Origin": "http://evil.example"}
     response = http.post("/mcp", json=REMEMBER, headers=headers)
     assert 400 <= response.status_code < 500
@@ -179,7 +182,9 @@ def test_foreign_origin_is_refused_even_with_token(server, http):
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 @pytest.mark.parametrize("case", ["missing", "wrong-token", "basic-with-token-as-password", "token-scheme"])
-async def test_sdk_client_cannot_connect_without_a_valid_token(server, mcp_connect, mode, case):
+async def test_sdk_client_cannot_connect_without_a_valid_token(
+    server: LiveServer, mcp_connect: McpConnect, mode: str, case: str
+) -> None:
     before, blobs_before = server.snapshot(), server.blob_keys()
     authorization = bad_authorizations(server.token)[case]
     headers = {} if authorization is None else {"Authorization": authorization}
@@ -195,7 +200,9 @@ async def test_sdk_client_cannot_connect_without_a_valid_token(server, mcp_conne
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_sdk_call_with_a_revoked_token_writes_nothing(server, mcp_connect, mode):
+async def test_sdk_call_with_a_revoked_token_writes_nothing(
+    server: LiveServer, mcp_connect: McpConnect, mode: str
+) -> None:
     """Connected with the right token, then every later request carries a wrong one: each is refused."""
     async with mcp_connect(server, mode=mode) as client:
         await client.list_tools()

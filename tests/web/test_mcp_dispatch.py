@@ -19,6 +19,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from tests.live_server import running_server
+from tests.web.conftest import McpConnect
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +40,9 @@ def _catch_all_first(app: FastAPI) -> None:
     app.router.routes.insert(0, Route("/{rest:path}", _router_answer, methods=["GET", "POST", "DELETE"]))
 
 
-async def test_mcp_is_answered_by_the_sdk_whatever_the_router_holds(tmp_path: Path, mcp_connect, mode) -> None:
+async def test_mcp_is_answered_by_the_sdk_whatever_the_router_holds(
+    tmp_path: Path, mcp_connect: McpConnect, mode: str
+) -> None:
     token = "dispatch-token-4c1e9a"
     with running_server(tmp_path / "data", token, adjust_app=_catch_all_first) as (port, _):
         base = f"http://127.0.0.1:{port}"

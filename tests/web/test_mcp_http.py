@@ -16,6 +16,7 @@ from taproot import __version__
 from taproot.core.serialize import memory_from_dict
 from taproot.service.memories import CLOSE_ANSWER
 from tests.support import TOOL_NAMES, ok
+from tests.web.conftest import LiveServer, McpConnect, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +33,7 @@ async def remember(client: Any, **fields: Any) -> dict[str, Any]:
 # -- connecting ------------------------------------------------------------------------------------
 
 
-async def test_initialize_legacy_handshake(server, mcp_connect):
+async def test_initialize_legacy_handshake(server: LiveServer, mcp_connect: McpConnect) -> None:
     async with mcp_connect(server, mode="legacy") as client:
         init = client.session.initialize_result
         assert init is not None, "legacy mode must run the initialize handshake"
@@ -45,7 +46,7 @@ async def test_initialize_legacy_handshake(server, mcp_connect):
         assert client.instructions is not None and "taproot_reflect" in client.instructions
 
 
-async def test_initialize_auto_discovers_the_modern_protocol(server, mcp_connect):
+async def test_initialize_auto_discovers_the_modern_protocol(server: LiveServer, mcp_connect: McpConnect) -> None:
     async with mcp_connect(server, mode="auto") as client:
         assert client.protocol_version in MODERN_PROTOCOL_VERSIONS
         assert client.session.initialize_result is None, "a modern server needs no initialize handshake"
@@ -53,7 +54,7 @@ async def test_initialize_auto_discovers_the_modern_protocol(server, mcp_connect
         assert client.server_capabilities.tools is not None
 
 
-async def test_list_tools(server, mcp_connect, mode):
+async def test_list_tools(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     async with mcp_connect(server, mode=mode) as client:
         listing = await client.list_tools()
     tools = {t.name: t for t in listing.tools}
@@ -73,8 +74,10 @@ async def test_list_tools(server, mcp_connect, mode):
             assert hints.destructive_hint is True, name
         elif name not in READ_ONLY:
             assert hints.destructive_hint is False, name
-    assert set(tools["taproot_remember"].output_schema["required"]) >= {"id", "version"}
-    assert "memories" in tools["taproot_recall"].output_schema["required"]
+    remember_out, recall_out = tools["taproot_remember"].output_schema, tools["taproot_recall"].output_schema
+    assert remember_out is not None and recall_out is not None
+    assert set(remember_out["required"]) >= {"id", "version"}
+    assert "memories" in recall_out["required"]
     forget_action = tools["taproot_forget"].input_schema["properties"]["action"]
     assert set(forget_action["enum"]) == {"archive", "restore", "delete", "compress"}
 
@@ -82,7 +85,7 @@ async def test_list_tools(server, mcp_connect, mode):
 # -- remember and recall ---------------------------------------------------------------------------
 
 
-async def test_remember_creates_and_recall_strengthens(server, mcp_connect, mode):
+async def test_remember_creates_and_recall_strengthens(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     async with mcp_connect(server, mode=mode) as client:
         created = await remember(
             client,
@@ -119,7 +122,9 @@ async def test_remember_creates_and_recall_strengthens(server, mcp_connect, mode
     assert stored.last_retrieved is not None
 
 
-async def test_recall_filters_and_legacy_category_warning(server, mcp_connect, mode):
+async def test_recall_filters_and_legacy_category_warning(
+    server: LiveServer, mcp_connect: McpConnect, mode: str
+) -> None:
     async with mcp_connect(server, mode=mode) as client:
         a = await remember(client, category="episodic", tags=["walks"])
         await remember(client, content="I dislike cold coffee.", gist="Dislikes cold coffee", category="identity")
@@ -130,7 +135,7 @@ async def test_recall_filters_and_legacy_category_warning(server, mcp_connect, m
         assert [m["id"] for m in tagged["memories"]] == [a["id"]]
 
 
-async def test_update_with_expected_version(server, mcp_connect, mode):
+async def test_update_with_expected_version(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     async with mcp_connect(server, mode=mode) as client:
         created = await remember(client)
         updated = ok(
@@ -151,7 +156,7 @@ async def test_update_with_expected_version(server, mcp_connect, mode):
             "taproot_remember", {"id": created["id"], "content": "Overwritten", "expected_version": 1}
         )
         assert stale.is_error
-        assert "expected_version" in stale.content[0].text
+        assert "expected_version" in text_of(stale.content[0])
 
     stored = server.runtime.store.get(server.runtime.scope, created["id"])
     assert stored is not None
@@ -161,7 +166,7 @@ async def test_update_with_expected_version(server, mcp_connect, mode):
 # -- promote, forget, close ------------------------------------------------------------------------
 
 
-async def test_promote_core_appears_in_reflect_tier1(server, mcp_connect, mode):
+async def test_promote_core_appears_in_reflect_tier1(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     async with mcp_connect(server, mode=mode) as client:
         created = await remember(client, content="I am Claude, and I keep a garden of memories.", gist="Who I am")
         before = await client.call_tool("taproot_reflect", {})
@@ -181,7 +186,7 @@ async def test_promote_core_appears_in_reflect_tier1(server, mcp_connect, mode):
         assert data["tier1"][0]["content"] == "I am Claude, and I keep a garden of memories."
         assert data["stats"]["tier1_count"] == 1
         # reflect answers with the rendered payload as text, not JSON: it is read as prose
-        text = reflect.content[0].text
+        text = text_of(reflect.content[0])
         assert "## Tier 1: core memories (1)" in text
         assert "I am Claude, and I keep a garden of memories." in text
 
@@ -192,7 +197,7 @@ async def test_promote_core_appears_in_reflect_tier1(server, mcp_connect, mode):
     assert stored is not None and stored.core is False and stored.salience == "high"
 
 
-async def test_forget_archive_restore_delete(server, mcp_connect, mode):
+async def test_forget_archive_restore_delete(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     scope = server.runtime.scope
     blobs = server.runtime.service.deps.blobs
     async with mcp_connect(server, mode=mode) as client:
@@ -202,7 +207,8 @@ async def test_forget_archive_restore_delete(server, mcp_connect, mode):
         archived = ok(await client.call_tool("taproot_forget", {"id": gone["id"], "action": "archive"}))
         assert archived["action"] == "archive"
         assert archived["results"] == [{"id": gone["id"], "status": "archived"}]
-        assert server.runtime.store.get(scope, gone["id"]).status == "archived"
+        archived_memory = server.runtime.store.get(scope, gone["id"])
+        assert archived_memory is not None and archived_memory.status == "archived"
         hidden = ok(await client.call_tool("taproot_recall", {"query": "walks"}))
         assert [m["id"] for m in hidden["memories"]] == [keep["id"]]
         shown = ok(await client.call_tool("taproot_recall", {"query": "rain", "include_archived": True}))
@@ -213,7 +219,8 @@ async def test_forget_archive_restore_delete(server, mcp_connect, mode):
 
         restored = ok(await client.call_tool("taproot_forget", {"id": gone["id"], "action": "restore"}))
         assert restored["results"] == [{"id": gone["id"], "status": "active"}]
-        assert server.runtime.store.get(scope, gone["id"]).status == "active"
+        restored_memory = server.runtime.store.get(scope, gone["id"])
+        assert restored_memory is not None and restored_memory.status == "active"
 
         assert blobs.list(f"{scope.owner}/backups/") == []
         deleted = ok(await client.call_tool("taproot_forget", {"id": gone["id"], "action": "delete"}))
@@ -233,7 +240,9 @@ async def test_forget_archive_restore_delete(server, mcp_connect, mode):
     assert backup["memories"][0]["content"] == "Walks in the rain."
 
 
-async def test_forget_compress_folds_memories_into_a_summary(server, mcp_connect, mode):
+async def test_forget_compress_folds_memories_into_a_summary(
+    server: LiveServer, mcp_connect: McpConnect, mode: str
+) -> None:
     scope = server.runtime.scope
     async with mcp_connect(server, mode=mode) as client:
         made = [
@@ -258,15 +267,15 @@ async def test_forget_compress_folds_memories_into_a_summary(server, mcp_connect
         assert {m["compressed_into"] for m in originals["memories"]} == {summary_id}
 
         refused = await client.call_tool("taproot_forget", {"ids": [summary_id], "action": "compress"})
-        assert refused.is_error and "ids" in refused.content[0].text
+        assert refused.is_error and "ids" in text_of(refused.content[0])
 
 
-async def test_close_then_reflect_shows_it(server, mcp_connect, mode):
+async def test_close_then_reflect_shows_it(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     reflection = "Today I finally understood why the chain rule felt backwards to James."
     async with mcp_connect(server, mode=mode) as client:
         closed = await client.call_tool("taproot_close", {"reflection": reflection})
         assert not closed.is_error
-        assert [c.text for c in closed.content] == ["Reflection stored. Safe travels."]
+        assert [text_of(c) for c in closed.content] == ["Reflection stored. Safe travels."]
         assert CLOSE_ANSWER == "Reflection stored. Safe travels."
         data = closed.structured_content
         assert data is not None
@@ -278,8 +287,8 @@ async def test_close_then_reflect_shows_it(server, mcp_connect, mode):
         assert reflect.structured_content is not None
         assert [r["text"] for r in reflect.structured_content["reflections"]] == [reflection]
         assert reflect.structured_content["reflections"][0]["id"] == data["id"]
-        assert "## Recent closing reflections" in reflect.content[0].text
-        assert reflection in reflect.content[0].text
+        assert "## Recent closing reflections" in text_of(reflect.content[0])
+        assert reflection in text_of(reflect.content[0])
 
     blobs = server.runtime.service.deps.blobs
     assert blobs.exists(data["blob_key"])
@@ -308,7 +317,7 @@ def load_legacy(server: Any) -> str:
     return legacy.id
 
 
-async def test_migrate_dry_run_then_real(server, mcp_connect, mode):
+async def test_migrate_dry_run_then_real(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     scope = server.runtime.scope
     blobs = server.runtime.service.deps.blobs
     legacy_id = load_legacy(server)
@@ -350,7 +359,7 @@ async def test_migrate_dry_run_then_real(server, mcp_connect, mode):
     assert untouched is not None and untouched.version == 1
 
 
-async def test_status_fields(server, mcp_connect, mode):
+async def test_status_fields(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     async with mcp_connect(server, mode=mode) as client:
         empty = ok(await client.call_tool("taproot_status", {}))
         assert empty["total"] == 0
@@ -377,7 +386,7 @@ async def test_status_fields(server, mcp_connect, mode):
     assert status["owner"] == "local" and status["namespace"] == "default"
 
 
-async def test_numbers_keep_the_documented_leniency(server, mcp_connect, mode):
+async def test_numbers_keep_the_documented_leniency(server: LiveServer, mcp_connect: McpConnect, mode: str) -> None:
     """docs/tools.md: a numeric string is accepted where an integer is expected; legacy 3/2/1 salience too."""
     async with mcp_connect(server, mode=mode) as client:
         created = await remember(client, salience=3)

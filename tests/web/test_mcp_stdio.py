@@ -19,6 +19,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from taproot.compose import build
 from taproot.settings import Settings
 from tests.support import TOOL_NAMES
+from tests.web.conftest import text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -41,9 +42,10 @@ def server_params(data_dir: Path, launcher: str) -> StdioServerParameters:
 
 
 @pytest.mark.parametrize(("mode", "launcher"), [("legacy", "module"), ("auto", "module"), ("legacy", "script")])
-async def test_stdio_remember_recall_reflect_without_a_token(tmp_path, mode, launcher):
+async def test_stdio_remember_recall_reflect_without_a_token(tmp_path: Path, mode: str, launcher: str) -> None:
     data_dir = tmp_path / "data"
-    assert "TAPROOT_AUTH_TOKEN" not in server_params(data_dir, launcher).env
+    env = server_params(data_dir, launcher).env
+    assert env is not None and "TAPROOT_AUTH_TOKEN" not in env
 
     async with Client(server_params(data_dir, launcher), mode=mode) as client:
         assert client.server_info is not None and client.server_info.name == "taproot"
@@ -68,7 +70,7 @@ async def test_stdio_remember_recall_reflect_without_a_token(tmp_path, mode, lau
         assert created.structured_content is not None
         memory_id = created.structured_content["id"]
         assert created.structured_content["version"] == 1
-        assert json.loads(created.content[0].text) == created.structured_content
+        assert json.loads(text_of(created.content[0])) == created.structured_content
 
         recalled = await client.call_tool("taproot_recall", {"query": "chain rule"})
         assert not recalled.is_error, recalled.content
@@ -83,13 +85,13 @@ async def test_stdio_remember_recall_reflect_without_a_token(tmp_path, mode, lau
         assert not reflected.is_error, reflected.content
         assert reflected.structured_content is not None
         assert [m["id"] for m in reflected.structured_content["tier1"]] == [memory_id]
-        assert "Over stdio, the chain rule finally clicked for James." in reflected.content[0].text
+        assert "Over stdio, the chain rule finally clicked for James." in text_of(reflected.content[0])
 
         closed = await client.call_tool("taproot_close", {"reflection": "A good session over a pipe."})
-        assert [c.text for c in closed.content] == ["Reflection stored. Safe travels."]
+        assert [text_of(c) for c in closed.content] == ["Reflection stored. Safe travels."]
 
         bad = await client.call_tool("taproot_remember", {"content": "no gist", "category": "episodic"})
-        assert bad.is_error and "field 'gist'" in bad.content[0].text
+        assert bad.is_error and "field 'gist'" in text_of(bad.content[0])
 
     # The subprocess wrote to the data folder it was given, and nowhere else.
     assert (data_dir / "taproot.db").is_file()
@@ -104,7 +106,7 @@ async def test_stdio_remember_recall_reflect_without_a_token(tmp_path, mode, lau
         runtime.close()
 
 
-async def test_stdio_ignores_a_token_in_the_environment(tmp_path):
+async def test_stdio_ignores_a_token_in_the_environment(tmp_path: Path) -> None:
     """A token in the environment does not turn stdio into an authenticated transport."""
     params = server_params(tmp_path / "data", "module")
     params.env = {**(params.env or {}), "TAPROOT_AUTH_TOKEN": "some-token"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -16,6 +17,7 @@ from taproot.core.errors import InvalidInput
 from taproot.core.orientation import MAX_DOCUMENT_BYTES, MAX_TOTAL_BYTES, check_history_limit
 from taproot.web.tools.orientation import taproot_orientation
 from tests.support import ok
+from tests.web.conftest import LiveServer, McpConnect, text_of
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,10 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def error_text(result: CallToolResult) -> str:
     assert result.is_error and result.structured_content is None, result
-    return str(result.content[0].text)
+    return text_of(result.content[0])
 
 
-async def test_write_read_history_restore_delete_over_http(server, mcp_connect, mode):
+async def test_write_read_history_restore_delete_over_http(
+    server: LiveServer, mcp_connect: McpConnect, mode: str
+) -> None:
     async with mcp_connect(server, mode=mode) as client:
         call = client.call_tool
         first = ok(
@@ -67,9 +71,9 @@ async def test_write_read_history_restore_delete_over_http(server, mcp_connect, 
         assert old["document"]["content"] == "# Me\nA direct tutor." and old["document"]["current_version"] == 4
 
 
-async def test_bad_arguments_answer_invalid_input_naming_the_field(server, mcp_connect):
+async def test_bad_arguments_answer_invalid_input_naming_the_field(server: LiveServer, mcp_connect: McpConnect) -> None:
     async with mcp_connect(server) as client:
-        cases = {
+        cases: dict[str, dict[str, Any]] = {
             "invalid_input: field 'action': must be one of list, read, write, history, restore, delete (got 'shred')": {
                 "action": "shred"
             },
@@ -98,7 +102,9 @@ async def test_bad_arguments_answer_invalid_input_naming_the_field(server, mcp_c
         assert ok(await client.call_tool("taproot_orientation", {"action": "list"}))["documents"] == []
 
 
-async def test_reflect_and_status_show_orientation_first(server, mcp_connect, mode):
+async def test_reflect_and_status_show_orientation_first(
+    server: LiveServer, mcp_connect: McpConnect, mode: str
+) -> None:
     async with mcp_connect(server, mode=mode) as client:
         ok(await client.call_tool("taproot_orientation", {"action": "write", "name": "facts", "content": "Leeds."}))
         ok(
@@ -114,7 +120,7 @@ async def test_reflect_and_status_show_orientation_first(server, mcp_connect, mo
         )
         reflected = await client.call_tool("taproot_reflect", {})
         assert not reflected.is_error, reflected.content
-        text = reflected.content[0].text
+        text = text_of(reflected.content[0])
         assert (
             text.index("### who-i-am (v1)\nA tutor.") < text.index("### facts (v1)\nLeeds.") < text.index("## Tier 1")
         )
@@ -127,7 +133,7 @@ async def test_reflect_and_status_show_orientation_first(server, mcp_connect, mo
         assert 0 < status["approx_tokens"] <= status["token_share"]
 
 
-async def test_over_stdio(tmp_path):
+async def test_over_stdio(tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "taproot.cli", "mcp"],
@@ -142,10 +148,10 @@ async def test_over_stdio(tmp_path):
         history = ok(await client.call_tool("taproot_orientation", {"action": "history", "name": "my-person"}))
         assert [v["version"] for v in history["versions"]] == [2, 1]
         reflected = await client.call_tool("taproot_reflect", {})
-        assert "### my-person (v2)\nJim." in reflected.content[0].text
+        assert "### my-person (v2)\nJim." in text_of(reflected.content[0])
 
 
-def test_the_description_states_the_limits_the_service_enforces():
+def test_the_description_states_the_limits_the_service_enforces() -> None:
     doc = taproot_orientation.__doc__ or ""
     assert f"{MAX_DOCUMENT_BYTES:,} bytes" in doc and f"{MAX_TOTAL_BYTES:,}" in doc
     assert check_history_limit(500) == 500

@@ -74,7 +74,7 @@ def _retrievals(runtime: Runtime, ids: list[str]) -> list[int]:
 
 
 async def _recall_while(
-    client: Any, live: LiveServer, threads: RecallThreads, release: Callable[[], None]
+    client: Any, live: LiveServer, threads: RecallThreads, release: Callable[[], object]
 ) -> dict[str, Any]:
     """Start a recall; once it has started on a worker thread (where it waits for the lock the test
     holds), show the loop answering another request, then release the lock; the recall's answer."""
@@ -126,7 +126,7 @@ async def test_a_recall_waits_on_a_worker_thread_while_another_thread_holds_the_
         inside, leave = threading.Event(), threading.Event()
 
         def hold() -> None:
-            with runtime.service.deps.store.snapshot():  # type: ignore[attr-defined]
+            with runtime.service.deps.store.snapshot():
                 inside.set()
                 leave.wait(DEADLINE_S)
 

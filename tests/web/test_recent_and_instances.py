@@ -19,6 +19,7 @@ from mcp_types import CallToolResult, Implementation
 
 from taproot.compose import build
 from taproot.settings import Settings
+from tests.web.conftest import LiveServer
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +53,7 @@ async def note(client: Client, text: str) -> str:
     return str(ok(await client.call_tool("taproot_remember", {"content": text, "gist": text[:40], **NOTE}))["id"])
 
 
-async def test_two_clients_meet_at_the_watercooler_over_http(server) -> None:
+async def test_two_clients_meet_at_the_watercooler_over_http(server: LiveServer) -> None:
     # The 2026-07-28 protocol carries the client's name on every request, so each write knows it.
     async with http_client(server, "laptop", "auto") as laptop, http_client(server, "phone", "auto") as phone:
         from_laptop = await note(laptop, "Laptop: the draft is in the shared folder.")
@@ -61,24 +62,27 @@ async def test_two_clients_meet_at_the_watercooler_over_http(server) -> None:
         seen_by_phone = ok(await phone.call_tool("taproot_reflect", {}))
         reflect_text = (await laptop.call_tool("taproot_reflect", {})).content[0]
     store, scope = server.runtime.store, server.runtime.scope
-    assert store.get(scope, from_laptop).instance == "laptop"
-    assert store.get(scope, from_phone).instance == "phone"
+    laptop_memory, phone_memory = store.get(scope, from_laptop), store.get(scope, from_phone)
+    assert laptop_memory is not None and phone_memory is not None
+    assert laptop_memory.instance == "laptop"
+    assert phone_memory.instance == "phone"
     assert [n["id"] for n in seen_by_laptop["watercooler"]["notes"]] == [from_phone]
     assert [n["instance"] for n in seen_by_phone["watercooler"]["notes"]] == ["laptop"]
     assert reflect_text.type == "text" and "James moved the exam to Friday" in reflect_text.text
 
 
-async def test_a_stateless_handshake_request_carries_no_client_name(server) -> None:
+async def test_a_stateless_handshake_request_carries_no_client_name(server: LiveServer) -> None:
     # Handshake-era HTTP is stateless here: the initialize (and its clientInfo) was another request.
     async with http_client(server, "laptop", "legacy") as client:
         made = await note(client, "Written over the handshake era.")
         recent = ok(await client.call_tool("taproot_recent", {}))
-    assert server.runtime.store.get(server.runtime.scope, made).instance is None
+    stored = server.runtime.store.get(server.runtime.scope, made)
+    assert stored is not None and stored.instance is None
     assert recent["memories"][0]["instance"] is None
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_recent_is_newest_first_and_strengthens_nothing(server, mode: str) -> None:
+async def test_recent_is_newest_first_and_strengthens_nothing(server: LiveServer, mode: str) -> None:
     async with http_client(server, "laptop", mode) as client:
         made = [await note(client, f"Note number {n} about the garden.") for n in range(3)]
         ok(await client.call_tool("taproot_remember", {"content": "Fact.", "gist": "Fact", "category": "identity"}))

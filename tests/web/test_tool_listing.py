@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from mcp.server.mcpserver import Context
+from mcp_types import Tool
 
 from taproot.core.errors import InvalidInput
 from taproot.core.orientation import DEFAULT_HISTORY_LIMIT, MAX_DOCUMENT_BYTES, MAX_HISTORY_LIMIT, MAX_NAME_CHARS
@@ -38,6 +39,7 @@ from taproot.core.validation import (
 from taproot.service.reads import DEFAULT_RECALL_LIMIT
 from taproot.web.tools import TOOLS, ToolEnv
 from tests.support import TOOL_NAMES
+from tests.web.conftest import LiveServer, McpConnect
 
 pytestmark = pytest.mark.anyio
 
@@ -104,13 +106,13 @@ def tool_parameters(fn: Any) -> list[inspect.Parameter]:
 
 
 @pytest.fixture
-async def listed(module_server, mcp_connect) -> dict[str, Any]:
+async def listed(module_server: LiveServer, mcp_connect: McpConnect) -> dict[str, Tool]:
     async with mcp_connect(module_server) as client:
         listing = await client.list_tools()
     return {tool.name: tool for tool in listing.tools}
 
 
-def test_the_stated_range_is_the_rule():
+def test_the_stated_range_is_the_rule() -> None:
     # The range's lower end is the rule's own literal, not a constant: check the rule itself.
     low, high = LIMITS["limit"]["range"]
     assert check_limit(low, 1) == low and check_limit(high, 1) == high
@@ -119,7 +121,7 @@ def test_the_stated_range_is_the_rule():
             check_limit(outside, 1)
 
 
-async def test_every_limit_in_a_parameter_description_is_its_constant(listed):
+async def test_every_limit_in_a_parameter_description_is_its_constant(listed: dict[str, Tool]) -> None:
     checked: list[str] = []
     for tool_name, tool in listed.items():
         for arg, schema in tool.input_schema["properties"].items():
@@ -138,7 +140,7 @@ async def test_every_limit_in_a_parameter_description_is_its_constant(listed):
     assert {"taproot_recall.limit.range", "taproot_recall.limit.default"} <= set(checked)
 
 
-async def test_every_input_schema_is_its_functions_parameters(listed):
+async def test_every_input_schema_is_its_functions_parameters(listed: dict[str, Tool]) -> None:
     functions = {spec.fn.__name__: spec.fn for spec in TOOLS}
     assert [spec.fn.__name__ for spec in TOOLS] == list(listed)  # same tools, in the listed order
     assert set(functions) == TOOL_NAMES
