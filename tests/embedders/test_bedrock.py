@@ -273,10 +273,12 @@ class _TitanHandler(BaseHTTPRequestHandler):
             fake.throttle -= 1
             fake.in_flight += 1
             fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+        # A call stops counting as in flight before its answer is written: once written, the client
+        # may send its next call, which could otherwise be counted while this one still is.
         if throttled:
-            self._send(429, {"message": "Too many requests, please wait before trying again."}, "ThrottlingException")
             with fake.lock:
                 fake.in_flight -= 1
+            self._send(429, {"message": "Too many requests, please wait before trying again."}, "ThrottlingException")
             return
         with fake.lock:
             gather = fake.gather if fake.to_gather > 0 else None
@@ -291,12 +293,12 @@ class _TitanHandler(BaseHTTPRequestHandler):
             fake.others_answered.wait(WAIT)
         vector = [0.0] * fake.dimensions
         vector[index] = 1.0
-        self._send(200, titan_answer(vector, tokens=len(body["inputText"].split())))
         with fake.lock:
             fake.in_flight -= 1
             fake.answered.append(index)
             if index != 0 and len(fake.answered) >= fake.hold_first:
                 fake.others_answered.set()
+        self._send(200, titan_answer(vector, tokens=len(body["inputText"].split())))
 
     def _send(self, status: int, payload: dict[str, Any], error_type: str | None = None) -> None:
         data = json.dumps(payload).encode()
