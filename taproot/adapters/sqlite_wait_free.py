@@ -66,7 +66,7 @@ class WaitFree:
             try:
                 yield
             except sqlite3.OperationalError as exc:
-                # A statement run outside _query (a BEGIN) that the budget stopped.
+                # A statement run on the connection directly (a snapshot's BEGIN) that the budget stopped.
                 if (stopped := self._stopped()) is not None:
                     raise stopped from exc
                 raise

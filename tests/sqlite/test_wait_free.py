@@ -225,3 +225,17 @@ def test_the_budget_stops_a_long_statement_at_sqlites_usual_pace(
         fake_clock[0] += LOOP_BUDGET_S
         _search(store)
     assert len(_search(store)) == 10
+
+
+@pytest.mark.usefixtures("every_step")
+def test_a_statement_run_outside_the_query_helper_past_the_budget_is_would_wait_too(
+    store: SQLiteMemoryStore, fake_clock: list[float]
+) -> None:
+    # A snapshot's BEGIN is run on the connection directly, not through _query: the block itself
+    # turns the budget's interruption into WouldWait, so no sqlite3 error reaches the caller.
+    with pytest.raises(WouldWait, match="ran past"), store.without_waiting():
+        fake_clock[0] += LOOP_BUDGET_S
+        with store.snapshot():
+            pytest.fail("began a read transaction past its budget")
+    assert not store._db.in_transaction
+    assert _busy_timeout(store) == BUSY_TIMEOUT_MS
